@@ -1,0 +1,362 @@
+/*
+ * aclnnConvTbcBackward: phase 1 checks the arguments in CANN's order (the
+ * first failure wins, with CANN's status code and a message naming the
+ * argument), then plans the computation; phase 2 runs the plan.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "aclnnop/aclnn_convolution_backward.h"
+#include "api/errors.h"
+#include "api/executor.h"
+#include "api/soc_profile.h"
+#include "api/tensor.h"
+#include "compute/conv_tbc_compute.h"
+
+static const char PHASE1[] = "aclnnConvTbcBackwardGetWorkspaceSize";
+static const char PHASE2[] = "aclnnConvTbcBackward";
+
+/* The op's tensors, in the order CANN checks them. The executor's address
+ * slots follow CANN's indices: inputs self 0, input 1, weight 2, bias 3;
+ * outputs gradInput 0, gradWeight 1, gradBias 2. */
+enum { SELF, INPUT, WEIGHT, BIAS, GRAD_INPUT, GRAD_WEIGHT, GRAD_BIAS, TENSOR_COUNT };
+enum { INPUT_COUNT = 4, OUTPUT_COUNT = 3 };
+static const char *const TENSOR_NAMES[TENSOR_COUNT] = {"self", "input", "weight", "bias",
+                                                       "gradInput", "gradWeight", "gradBias"};
+
+/* cubeMathType values (CANN's names). */
+enum { KEEP_DTYPE = 0, ALLOW_FP32_DOWN_PRECISION = 1, USE_FP16 = 2, USE_HF32 = 3 };
+static const char *const CUBE_MATH_NAMES[] = {"KEEP_DTYPE", "ALLOW_FP32_DOWN_PRECISION", "USE_FP16", "USE_HF32"};
+
+/* What phase 2 needs beyond the compute plan: where element [0,0,0] of each
+ * view sits relative to its storage start. */
+typedef struct {
+    ctbc_plan compute;
+    int64_t view_offset_bytes[TENSOR_COUNT];
+    bool has_elements[TENSOR_COUNT];
+} op_plan;
+
+#define INVALID(...) ctbc_fail(ACLNN_ERR_PARAM_INVALID, CTBC_EZ_PARAM, PHASE1, __VA_ARGS__)
+
+/* "[5, 1, 2]" for messages. */
+static const char *shape_text(const aclTensor *t, char *buf, size_t size)
+{
+    size_t used = (size_t)snprintf(buf, size, "[");
+    for (uint64_t i = 0; i < t->rank && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, i ? ", %lld" : "%lld", (long long)t->view_dims[i]);
+    if (used < size)
+        snprintf(buf + used, size - used, "]");
+    return buf;
+}
+
+/* ---- the checks, one function per step of CANN's order ------------------- */
+
+static bool dtype_supported(aclDataType dtype, ctbc_soc_family soc)
+{
+    if (dtype == ACL_FLOAT || dtype == ACL_FLOAT16)
+        return true;
+    return dtype == ACL_BF16 && soc != CTBC_SOC_TRAINING;
+}
+
+static aclnnStatus check_dtypes(const aclTensor *const *tensors, ctbc_soc_family soc)
+{
+    const char *list = soc == CTBC_SOC_TRAINING ? "[DT_FLOAT, DT_FLOAT16]" : "[DT_FLOAT, DT_FLOAT16, DT_BF16]";
+    for (int i = 0; i < TENSOR_COUNT; i++)
+        if (!dtype_supported(tensors[i]->dtype, soc))
+            return INVALID("tensor %s not implemented for %s, should be in dtype support list %s on %s.",
+                           TENSOR_NAMES[i], ctbc_dtype_name(tensors[i]->dtype), list, ctbc_soc()->name);
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus check_formats(const aclTensor *const *tensors)
+{
+    for (int i = 0; i < TENSOR_COUNT; i++) {
+        aclFormat format = tensors[i]->format;
+        bool one_dim = i == BIAS || i == GRAD_BIAS;
+        bool ok = format == ACL_FORMAT_ND || (!one_dim && format == ACL_FORMAT_NCL);
+        if (!ok)
+            return INVALID("the format of %s should be %s, got %s.", TENSOR_NAMES[i], one_dim ? "ND" : "ND or NCL",
+                           ctbc_format_name(format));
+    }
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus check_ranks(const aclTensor *const *tensors)
+{
+    for (int i = 0; i < TENSOR_COUNT; i++) {
+        uint64_t want = (i == BIAS || i == GRAD_BIAS) ? 1 : 3;
+        if (tensors[i]->rank != want)
+            return INVALID("%s should be %llu-dimensional, got %llu dims.", TENSOR_NAMES[i],
+                           (unsigned long long)want, (unsigned long long)tensors[i]->rank);
+    }
+    return ACLNN_SUCCESS;
+}
+
+static bool same_shape(const aclTensor *a, const aclTensor *b)
+{
+    return a->rank == b->rank && memcmp(a->view_dims, b->view_dims, a->rank * sizeof(int64_t)) == 0;
+}
+
+/* Step 6: the shapes must describe one convolution; fills *t_out. */
+static aclnnStatus check_problem_shape(const aclTensor *const *tensors, int64_t pad, int64_t *t_out)
+{
+    const int64_t *x = tensors[INPUT]->view_dims, *w = tensors[WEIGHT]->view_dims;
+    const int64_t *dy = tensors[SELF]->view_dims;
+    char a[96], b[96];
+    if (x[2] != w[1])
+        return INVALID("input's channel dim (dim 2) %lld should equal weight's dim 1 %lld (C_in); input %s, weight %s.",
+                       (long long)x[2], (long long)w[1], shape_text(tensors[INPUT], a, sizeof a),
+                       shape_text(tensors[WEIGHT], b, sizeof b));
+    if (tensors[BIAS]->view_dims[0] != w[2])
+        return INVALID("bias's dim 0 %lld should equal weight's dim 2 %lld (C_out).",
+                       (long long)tensors[BIAS]->view_dims[0], (long long)w[2]);
+    if (pad < 0)
+        return INVALID("pad should be >= 0, got %lld.", (long long)pad);
+    int64_t len;
+    if (__builtin_mul_overflow(pad, 2, &len) || __builtin_add_overflow(len, x[0] + 1 - w[0], &len))
+        return INVALID("pad %lld is too large.", (long long)pad);
+    if (len < 0)
+        return INVALID("T + 2*pad + 1 - K should be >= 0, got %lld (T %lld, pad %lld, K %lld).", (long long)len,
+                       (long long)x[0], (long long)pad, (long long)w[0]);
+    if (dy[0] != len || dy[1] != x[1] || dy[2] != w[2])
+        return INVALID("self's shape should be [T_out, B, C_out] = [%lld, %lld, %lld], got %s.", (long long)len,
+                       (long long)x[1], (long long)w[2], shape_text(tensors[SELF], a, sizeof a));
+    if (ctbc_soc()->family == CTBC_SOC_ASCEND950 && (w[0] < 1 || w[0] > 255))
+        return INVALID("the kernel length K (weight's dim 0) should be in [1, 255] on %s, got %lld.",
+                       ctbc_soc()->name, (long long)w[0]);
+    *t_out = len;
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus check_output_shapes(const aclTensor *const *tensors)
+{
+    static const int pairs[][2] = {{GRAD_INPUT, INPUT}, {GRAD_WEIGHT, WEIGHT}, {GRAD_BIAS, BIAS}};
+    char a[96], b[96];
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        const aclTensor *out = tensors[pairs[i][0]], *in = tensors[pairs[i][1]];
+        if (!same_shape(out, in))
+            return INVALID("%s's shape should equal %s's shape %s, got %s.", TENSOR_NAMES[pairs[i][0]],
+                           TENSOR_NAMES[pairs[i][1]], shape_text(in, a, sizeof a), shape_text(out, b, sizeof b));
+    }
+    return ACLNN_SUCCESS;
+}
+
+/* The dtype the products run in: one input dtype, or FLOAT for a mix. */
+static aclDataType promoted_dtype(const aclTensor *const *tensors)
+{
+    aclDataType d = tensors[SELF]->dtype;
+    if (tensors[INPUT]->dtype != d || tensors[WEIGHT]->dtype != d)
+        return ACL_FLOAT;
+    return d;
+}
+
+static aclnnStatus check_cube_math_type(const aclTensor *const *tensors, int8_t cube_math_type, ctbc_soc_family soc)
+{
+    if (cube_math_type < KEEP_DTYPE || cube_math_type > USE_HF32)
+        return INVALID("cubeMathType should be in [0, 3] (KEEP_DTYPE, ALLOW_FP32_DOWN_PRECISION, USE_FP16, "
+                       "USE_HF32), got %d.", (int)cube_math_type);
+    if (soc != CTBC_SOC_TRAINING)
+        return ACLNN_SUCCESS;
+    /* The training series computes FLOAT16 on the cube unit; only the modes
+     * that allow rounding FLOAT down take FLOAT, and none takes BFLOAT16. */
+    aclDataType d = promoted_dtype(tensors);
+    bool fp32_down = cube_math_type == ALLOW_FP32_DOWN_PRECISION || cube_math_type == USE_FP16;
+    if (d == ACL_BF16 || (d == ACL_FLOAT && !fp32_down))
+        return INVALID("cubeMathType %d (%s) does not support compute dtype %s on %s.", (int)cube_math_type,
+                       CUBE_MATH_NAMES[cube_math_type], ctbc_dtype_name(d), ctbc_soc()->name);
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus check_output_dtypes_equal(const aclTensor *const *tensors)
+{
+    static const int pairs[][2] = {{GRAD_INPUT, INPUT}, {GRAD_WEIGHT, WEIGHT}, {GRAD_BIAS, BIAS}};
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        const aclTensor *out = tensors[pairs[i][0]], *in = tensors[pairs[i][1]];
+        if (out->dtype != in->dtype)
+            return INVALID("%s's dtype should equal %s's dtype %s on %s, got %s.", TENSOR_NAMES[pairs[i][0]],
+                           TENSOR_NAMES[pairs[i][1]], ctbc_dtype_name(in->dtype), ctbc_soc()->name,
+                           ctbc_dtype_name(out->dtype));
+    }
+    return ACLNN_SUCCESS;
+}
+
+/* Beyond CANN: views the compute cannot honour deterministically. Negative
+ * strides are refused everywhere; an output whose elements share addresses
+ * (a stride 0 on a dim longer than 1, or interleaved dims) would be written
+ * in a thread-dependent order. */
+static bool view_overlaps_itself(const aclTensor *t)
+{
+    int64_t strides[CTBC_MAX_DIMS], dims[CTBC_MAX_DIMS];
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < t->rank; i++) {
+        if (t->view_dims[i] == 0)
+            return false; /* no elements: nothing to overlap */
+        if (t->view_dims[i] > 1) {
+            strides[n] = t->strides[i];
+            dims[n++] = t->view_dims[i];
+        }
+    }
+    /* Sorted by stride, each dim must step over the whole extent of the
+     * smaller ones. */
+    for (uint64_t i = 1; i < n; i++)
+        for (uint64_t j = i; j > 0 && strides[j] < strides[j - 1]; j--) {
+            int64_t s = strides[j], d = dims[j];
+            strides[j] = strides[j - 1], dims[j] = dims[j - 1];
+            strides[j - 1] = s, dims[j - 1] = d;
+        }
+    int64_t extent = 1;
+    for (uint64_t i = 0; i < n; i++) {
+        if (strides[i] < extent)
+            return true;
+        extent = strides[i] * dims[i];
+    }
+    return false;
+}
+
+static aclnnStatus check_views(const aclTensor *const *tensors)
+{
+    for (int i = 0; i < TENSOR_COUNT; i++) {
+        for (uint64_t d = 0; d < tensors[i]->rank; d++)
+            if (tensors[i]->strides[d] < 0)
+                return INVALID("%s has a negative stride (%lld on dim %llu); convtbc takes strides >= 0.",
+                               TENSOR_NAMES[i], (long long)tensors[i]->strides[d], (unsigned long long)d);
+        if (i >= GRAD_INPUT && view_overlaps_itself(tensors[i]))
+            return INVALID("%s's view has elements that share an address (a stride 0, or strides that "
+                           "interleave); an output needs a distinct address per element.",
+                           TENSOR_NAMES[i]);
+    }
+    return ACLNN_SUCCESS;
+}
+
+/* ---- the plan -------------------------------------------------------------- */
+
+static ctbc_layout layout_of(const aclTensor *t)
+{
+    ctbc_layout layout;
+    memset(&layout, 0, sizeof layout);
+    layout.dtype = t->dtype == ACL_FLOAT16 ? CTBC_F16 : t->dtype == ACL_BF16 ? CTBC_BF16 : CTBC_F32;
+    for (uint64_t i = 0; i < t->rank; i++)
+        layout.stride[i] = t->strides[i];
+    return layout;
+}
+
+static ctbc_rounding rounding_for(int8_t cube_math_type, ctbc_soc_family soc)
+{
+    switch (cube_math_type) {
+    case ALLOW_FP32_DOWN_PRECISION:
+        /* A2/A3 round FLOAT down to HF32; the training series has no HF32
+         * and goes down to FLOAT16. */
+        return soc == CTBC_SOC_TRAINING ? CTBC_ROUND_FP16 : CTBC_ROUND_HF32;
+    case USE_HF32: return CTBC_ROUND_HF32;
+    case USE_FP16: return CTBC_ROUND_FP16;
+    default: return CTBC_ROUND_NONE;
+    }
+}
+
+static void make_problem(ctbc_problem *p, const aclTensor *const *tensors, int64_t pad, int64_t t_out,
+                         ctbc_rounding rounding)
+{
+    memset(p, 0, sizeof *p);
+    p->t = tensors[INPUT]->view_dims[0];
+    p->b = tensors[INPUT]->view_dims[1];
+    p->c_in = tensors[INPUT]->view_dims[2];
+    p->k = tensors[WEIGHT]->view_dims[0];
+    p->c_out = tensors[WEIGHT]->view_dims[2];
+    p->pad = pad;
+    p->t_out = t_out;
+    p->grad_output = layout_of(tensors[SELF]);
+    p->input = layout_of(tensors[INPUT]);
+    p->weight = layout_of(tensors[WEIGHT]);
+    p->grad_input = layout_of(tensors[GRAD_INPUT]);
+    p->grad_weight = layout_of(tensors[GRAD_WEIGHT]);
+    p->grad_bias = layout_of(tensors[GRAD_BIAS]);
+    p->rounding = rounding;
+}
+
+aclnnStatus aclnnConvTbcBackwardGetWorkspaceSize(const aclTensor *self, const aclTensor *input,
+                                                 const aclTensor *weight, const aclTensor *bias, int64_t pad,
+                                                 int8_t cubeMathType, aclTensor *gradInput, aclTensor *gradWeight,
+                                                 aclTensor *gradBias, uint64_t *workspaceSize,
+                                                 aclOpExecutor **executor)
+{
+    const aclTensor *const tensors[TENSOR_COUNT] = {self, input, weight, bias, gradInput, gradWeight, gradBias};
+    for (int i = 0; i < TENSOR_COUNT; i++)
+        if (!tensors[i])
+            return ctbc_fail(ACLNN_ERR_PARAM_NULLPTR, CTBC_EZ_PARAM, PHASE1,
+                             "Expected a proper Tensor but got null for argument %s.", TENSOR_NAMES[i]);
+    if (!workspaceSize || !executor)
+        return ctbc_fail(ACLNN_ERR_PARAM_NULLPTR, CTBC_EZ_PARAM, PHASE1,
+                         "Expected a proper pointer but got null for argument %s.",
+                         workspaceSize ? "executor" : "workspaceSize");
+
+    ctbc_soc_family soc = ctbc_soc()->family;
+    int64_t t_out = 0;
+    aclnnStatus status = check_dtypes(tensors, soc);
+    if (status == ACLNN_SUCCESS)
+        status = check_formats(tensors);
+    if (status == ACLNN_SUCCESS && ctbc_tensor_numel(self) == 0) {
+        char shape[96];
+        status = INVALID("self should not be empty, got shape %s.", shape_text(self, shape, sizeof shape));
+    }
+    if (status == ACLNN_SUCCESS)
+        status = check_ranks(tensors);
+    if (status == ACLNN_SUCCESS)
+        status = check_problem_shape(tensors, pad, &t_out);
+    if (status == ACLNN_SUCCESS)
+        status = check_output_shapes(tensors);
+    if (status == ACLNN_SUCCESS)
+        status = check_cube_math_type(tensors, cubeMathType, soc);
+    if (status == ACLNN_SUCCESS && soc == CTBC_SOC_ASCEND950)
+        status = check_output_dtypes_equal(tensors);
+    if (status == ACLNN_SUCCESS)
+        status = check_views(tensors);
+    if (status != ACLNN_SUCCESS)
+        return status;
+
+    aclOpExecutor *made = ctbc_executor_create(PHASE2, sizeof(op_plan), INPUT_COUNT, OUTPUT_COUNT);
+    if (!made)
+        return ACLNN_ERR_INNER_CREATE_EXECUTOR;
+    op_plan *plan = (op_plan *)made->plan;
+    ctbc_problem problem;
+    make_problem(&problem, tensors, pad, t_out, rounding_for(cubeMathType, soc));
+    ctbc_plan_init(&plan->compute, &problem);
+    for (int i = 0; i < TENSOR_COUNT; i++) {
+        plan->view_offset_bytes[i] = tensors[i]->offset * (int64_t)aclDataTypeSize(tensors[i]->dtype);
+        plan->has_elements[i] = ctbc_tensor_numel(tensors[i]) > 0;
+    }
+    for (int i = 0; i < INPUT_COUNT; i++)
+        made->inputs[i] = tensors[i]->data;
+    for (int i = 0; i < OUTPUT_COUNT; i++)
+        made->outputs[i] = tensors[INPUT_COUNT + i]->data;
+    made->workspace_bytes = plan->compute.workspace_bytes;
+
+    *workspaceSize = made->workspace_bytes;
+    *executor = made;
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclnnConvTbcBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+                                 aclrtStream stream)
+{
+    aclnnStatus status = ctbc_executor_check_run(executor, workspace, workspaceSize, stream, PHASE2);
+    if (status != ACLNN_SUCCESS)
+        return status;
+    const op_plan *plan = (const op_plan *)executor->plan;
+
+    /* Element [0,0,0] of each view; bias is not read by the backward pass. */
+    void *start[TENSOR_COUNT];
+    for (int i = 0; i < TENSOR_COUNT; i++) {
+        char *storage = i < INPUT_COUNT ? executor->inputs[i] : executor->outputs[i - INPUT_COUNT];
+        if (i != BIAS && plan->has_elements[i] && !storage)
+            return ctbc_fail(ACLNN_ERR_PARAM_NULLPTR, CTBC_EZ_PARAM, PHASE2,
+                             "tensor %s has no data address; give one to aclCreateTensor or set it with "
+                             "aclSet%sTensorAddr.",
+                             TENSOR_NAMES[i], i < INPUT_COUNT ? "Input" : "Output");
+        start[i] = storage ? storage + plan->view_offset_bytes[i] : NULL;
+    }
+    const ctbc_buffers buffers = {start[SELF], start[INPUT], start[WEIGHT],
+                                  start[GRAD_INPUT], start[GRAD_WEIGHT], start[GRAD_BIAS]};
+    ctbc_execute(&plan->compute, &buffers, workspace);
+    ctbc_executor_finish_run(executor);
+    return ACLNN_SUCCESS;
+}

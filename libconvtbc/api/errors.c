@@ -1,0 +1,75 @@
+#include "api/errors.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "acl/acl.h"
+
+/* A thread keeps its last few messages; aclGetRecentErrMsg hands them out
+ * newest first and starts afresh. Fixed buffers: nothing to free at thread
+ * exit, and a failing call can always record its message. */
+enum { LOG_SLOTS = 8, MSG_BYTES = 1024 };
+
+typedef struct {
+    char messages[LOG_SLOTS][MSG_BYTES];
+    int count; /* messages recorded since the last read, capped */
+    int newest;
+    char returned[LOG_SLOTS * (MSG_BYTES + 1)];
+} error_log;
+
+static _Thread_local error_log thread_log;
+
+static void format_time(char *out, size_t size)
+{
+    struct timeval now;
+    struct tm parts;
+    gettimeofday(&now, NULL);
+    localtime_r(&now.tv_sec, &parts);
+    /* CANN's stamp: yyyy-mm-dd-hh:mm:ss.mmm.uuu */
+    snprintf(out, size, "%04d-%02d-%02d-%02d:%02d:%02d.%03ld.%03ld", parts.tm_year + 1900, parts.tm_mon + 1,
+             parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec, (long)(now.tv_usec / 1000),
+             (long)(now.tv_usec % 1000));
+}
+
+int ctbc_fail(int status, const char *error_id, const char *api, const char *fmt, ...)
+{
+    error_log *log = &thread_log;
+    log->newest = (log->newest + 1) % LOG_SLOTS;
+    if (log->count < LOG_SLOTS)
+        log->count++;
+    char *slot = log->messages[log->newest];
+
+    char stamp[96];
+    format_time(stamp, sizeof stamp);
+    int used = snprintf(slot, MSG_BYTES, "%s: [PID: %ld] %s %s: ", error_id, (long)getpid(), stamp, api);
+    if (used < 0 || used >= MSG_BYTES)
+        used = 0;
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(slot + used, (size_t)(MSG_BYTES - used), fmt, args);
+    va_end(args);
+    return status;
+}
+
+const char *aclGetRecentErrMsg(void)
+{
+    error_log *log = &thread_log;
+    if (log->count == 0)
+        return NULL;
+    size_t used = 0;
+    for (int i = 0; i < log->count; i++) {
+        const char *msg = log->messages[(log->newest - i + LOG_SLOTS) % LOG_SLOTS];
+        size_t len = strlen(msg);
+        if (i > 0)
+            log->returned[used++] = '\n';
+        memcpy(log->returned + used, msg, len);
+        used += len;
+    }
+    log->returned[used] = '\0';
+    log->count = 0;
+    return log->returned;
+}

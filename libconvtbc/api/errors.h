@@ -1,0 +1,28 @@
+/*
+ * The per-thread error log behind aclGetRecentErrMsg, and the one place that
+ * formats messages. Every failing API call leaves exactly one message that
+ * names the API, the argument and what was expected.
+ */
+#ifndef CONVTBC_API_ERRORS_H
+#define CONVTBC_API_ERRORS_H
+
+#include "acl/acl_base.h"
+
+/* CANN's error id for aclnn parameter errors (AclNN_Parameter_Error). */
+#define CTBC_EZ_PARAM "EZ1001"
+/* convtbc's ids for runtime misuse and internal failures (CANN's runtime
+ * uses the EE/EH families for these). */
+#define CTBC_EE_RUNTIME "EH0001"
+#define CTBC_EE_INNER "EZ9999"
+
+#if defined(__GNUC__)
+#define CTBC_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define CTBC_PRINTF(a, b)
+#endif
+
+/* Records "<id>: [PID: n] <time> <api>: <text>" for the calling thread and
+ * returns `status`, so that checks read `return ctbc_fail(...)`. */
+int ctbc_fail(int status, const char *error_id, const char *api, const char *fmt, ...) CTBC_PRINTF(4, 5);
+
+#endif /* CONVTBC_API_ERRORS_H */

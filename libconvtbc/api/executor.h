@@ -1,0 +1,46 @@
+/*
+ * aclOpExecutor: what phase 1 hands to phase 2. It holds the op's plan (made
+ * and checked in phase 1, only read in phase 2) and the device addresses of
+ * the op's tensors, which aclSetInputTensorAddr/aclSetOutputTensorAddr may
+ * change between runs.
+ *
+ * Live executors are registered; phase 2 refuses any other pointer, so that
+ * running a consumed (freed) executor again is an error and not a crash.
+ */
+#ifndef CONVTBC_API_EXECUTOR_H
+#define CONVTBC_API_EXECUTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "aclnn/acl_meta.h"
+
+enum { CTBC_MAX_OP_INPUTS = 4, CTBC_MAX_OP_OUTPUTS = 3 };
+
+struct aclOpExecutor {
+    const char *op_name;       /* the phase-2 API, for messages */
+    bool repeatable;
+    uint64_t workspace_bytes;  /* what phase 1 asked for */
+    size_t input_count, output_count;
+    void *inputs[CTBC_MAX_OP_INPUTS];   /* storage start of each tensor */
+    void *outputs[CTBC_MAX_OP_OUTPUTS];
+    max_align_t plan[];        /* the op's own plan follows */
+};
+
+/* A registered executor with `plan_bytes` of zeroed room for the op's plan;
+ * NULL (message recorded) when out of memory. */
+aclOpExecutor *ctbc_executor_create(const char *op_name, size_t plan_bytes, size_t input_count,
+                                    size_t output_count);
+
+/* Frees an executor that phase 1 made but cannot return. */
+void ctbc_executor_discard(aclOpExecutor *executor);
+
+/* Phase 2's checks of its own arguments: a live executor, a live stream and
+ * a workspace of at least the size phase 1 asked for. */
+aclnnStatus ctbc_executor_check_run(aclOpExecutor *executor, void *workspace, uint64_t workspace_size,
+                                    aclrtStream stream, const char *api);
+
+/* After a run: a non-repeatable executor is consumed (freed). */
+void ctbc_executor_finish_run(aclOpExecutor *executor);
+
+#endif /* CONVTBC_API_EXECUTOR_H */

@@ -1,0 +1,63 @@
+#include "api/registry.h"
+
+#include <stdlib.h>
+
+/* A plain array: live handles are few (tens), so a scan is cheaper than
+ * hashing and keeps phase 2 within a few hundred nanoseconds. */
+static ptrdiff_t find(const ctbc_registry *registry, const void *handle)
+{
+    for (size_t i = registry->count; i-- > 0;)
+        if (registry->entries[i].handle == handle)
+            return (ptrdiff_t)i;
+    return -1;
+}
+
+bool ctbc_registry_add(ctbc_registry *registry, const void *handle, size_t size)
+{
+    bool added = true;
+    pthread_mutex_lock(&registry->lock);
+    if (registry->count == registry->capacity) {
+        size_t capacity = registry->capacity ? 2 * registry->capacity : 16;
+        ctbc_registry_entry *grown = realloc(registry->entries, capacity * sizeof *grown);
+        if (grown) {
+            registry->entries = grown;
+            registry->capacity = capacity;
+        } else {
+            added = false;
+        }
+    }
+    if (added)
+        registry->entries[registry->count++] = (ctbc_registry_entry){handle, size};
+    pthread_mutex_unlock(&registry->lock);
+    return added;
+}
+
+bool ctbc_registry_remove(ctbc_registry *registry, const void *handle)
+{
+    pthread_mutex_lock(&registry->lock);
+    ptrdiff_t at = find(registry, handle);
+    if (at >= 0)
+        registry->entries[at] = registry->entries[--registry->count];
+    pthread_mutex_unlock(&registry->lock);
+    return at >= 0;
+}
+
+bool ctbc_registry_contains(ctbc_registry *registry, const void *handle)
+{
+    pthread_mutex_lock(&registry->lock);
+    bool found = find(registry, handle) >= 0;
+    pthread_mutex_unlock(&registry->lock);
+    return found;
+}
+
+void ctbc_registry_clear(ctbc_registry *registry, void (*release)(const void *handle))
+{
+    pthread_mutex_lock(&registry->lock);
+    if (release)
+        for (size_t i = 0; i < registry->count; i++)
+            release(registry->entries[i].handle);
+    free(registry->entries);
+    registry->entries = NULL;
+    registry->count = registry->capacity = 0;
+    pthread_mutex_unlock(&registry->lock);
+}

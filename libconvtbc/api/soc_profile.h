@@ -1,0 +1,26 @@
+/*
+ * The SoC convtbc emulates. CANN's checks for aclnnConvTbcBackward differ
+ * per SoC family; the profile is chosen once, from the environment variable
+ * CONVTBC_SOC_VERSION (a name below; default Ascend910B1), and reported by
+ * aclrtGetSocName.
+ */
+#ifndef CONVTBC_API_SOC_PROFILE_H
+#define CONVTBC_API_SOC_PROFILE_H
+
+#include <stdbool.h>
+
+typedef enum {
+    CTBC_SOC_ATLAS_A2,       /* Ascend910B*: FLOAT, FLOAT16, BFLOAT16 */
+    CTBC_SOC_ATLAS_A3,       /* Ascend910_93*: as A2 */
+    CTBC_SOC_TRAINING,       /* Ascend910A/B (first series): no BFLOAT16 */
+    CTBC_SOC_ASCEND950       /* output dtypes must equal their inputs' */
+} ctbc_soc_family;
+
+typedef struct {
+    const char *name;
+    ctbc_soc_family family;
+} ctbc_soc_profile;
+
+const ctbc_soc_profile *ctbc_soc(void);
+
+#endif /* CONVTBC_API_SOC_PROFILE_H */
