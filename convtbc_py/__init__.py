@@ -1,0 +1,12 @@
+"""convtbc: CANN's aclnnConvTbcBackward on the CPU, with CANN's C API.
+
+`conv_tbc_backward` is the numpy front end. `ffi` and `lib` are the raw C API
+(generated from the shipped headers) for code written in CANN's style;
+`check` turns their status codes into `AclnnError` / `AclError`.
+"""
+
+from ._library import ffi, lib
+from .errors import AclError, AclnnError, ConvTbcError, check
+from .ops import conv_tbc_backward
+
+__all__ = ["AclError", "AclnnError", "ConvTbcError", "check", "conv_tbc_backward", "ffi", "lib"]

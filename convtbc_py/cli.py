@@ -1,0 +1,227 @@
+"""The `convtbc` command.
+
+    convtbc demo                      CANN's documented example + a numpy check
+    convtbc config --prefix|--cflags|--libs
+    convtbc bench ...                 benchmarks (convtbc_py/bench.py, loaded lazily)
+
+`bench` forwards its arguments untouched to `convtbc_py.bench.main(argv) -> int`,
+so the benchmark module owns its own options and help.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import sys
+from pathlib import Path
+from typing import Any, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+# --------------------------------------------------------------------- config
+
+
+def _config(args: argparse.Namespace) -> int:
+    prefix = PACKAGE_DIR
+    words: List[str] = []
+    if args.prefix:
+        words.append(str(prefix))
+    if args.cflags:
+        # CANN's sample builds put both include/ and include/aclnn on the path.
+        words += [f"-I{prefix / 'include'}", f"-I{prefix / 'include' / 'aclnn'}"]
+    if args.libs:
+        # The rpath lets the program find libconvtbc without LD_LIBRARY_PATH.
+        lib64 = prefix / "lib64"
+        words += [f"-L{lib64}", f"-Wl,-rpath,{lib64}", "-lconvtbc"]
+    print(" ".join(words))
+    return 0
+
+
+# ----------------------------------------------------------------------- demo
+
+
+def _device_tensor(host: np.ndarray, data_type: int, cleanup: contextlib.ExitStack) -> Tuple[Any, Any]:
+    """CANN's CreateAclTensor: device memory, a host->device copy, a contiguous ND tensor."""
+    from . import ffi, lib
+    from .errors import AclError, check, check_created
+
+    size = host.nbytes
+    device = ffi.new("void **")
+    check(lib.aclrtMalloc(device, size, lib.ACL_MEM_MALLOC_HUGE_FIRST), AclError)
+    cleanup.callback(lib.aclrtFree, device[0])
+    check(lib.aclrtMemcpy(device[0], size, ffi.from_buffer(host), size, lib.ACL_MEMCPY_HOST_TO_DEVICE), AclError)
+
+    shape = ffi.new("int64_t[]", list(host.shape))
+    strides = ffi.new("int64_t[]", [s // host.itemsize for s in host.strides])
+    tensor = lib.aclCreateTensor(
+        shape, host.ndim, data_type, strides, 0, lib.ACL_FORMAT_ND, shape, host.ndim, device[0]
+    )
+    check_created(tensor)
+    cleanup.callback(lib.aclDestroyTensor, tensor)
+    return device[0], tensor
+
+
+def _demo_cann_example() -> bool:
+    """CANN's aclnnConvTbcBackward sample, call for call, through the raw API."""
+    from . import ffi, lib
+    from .errors import AclError, check
+
+    print("case 1: CANN's documented example (raw C API, all ones, pad 0, cubeMathType 1)")
+    device_id = 0
+    pad = 0
+    cube_math_type = 1
+    shapes = {"self": (5, 1, 2), "input": (5, 1, 2), "weight": (1, 2, 2), "bias": (2,)}
+    grad_shapes = {"gradInput": (5, 1, 2), "gradWeight": (1, 2, 2), "gradBias": (2,)}
+    expected = {"gradInput": 2.0, "gradWeight": 5.0, "gradBias": 5.0}
+
+    # The ExitStack plays the part of the sample's unique_ptrs and Finalize():
+    # whatever was set up is torn down in reverse order, on success or failure.
+    with contextlib.ExitStack() as cleanup:
+        check(lib.aclInit(ffi.NULL), AclError)
+        cleanup.callback(lib.aclFinalize)
+        check(lib.aclrtSetDevice(device_id), AclError)
+        cleanup.callback(lib.aclrtResetDevice, device_id)
+        stream_out = ffi.new("aclrtStream *")
+        check(lib.aclrtCreateStream(stream_out), AclError)
+        stream = stream_out[0]
+        cleanup.callback(lib.aclrtDestroyStream, stream)
+
+        tensors = {}
+        for name, shape in shapes.items():
+            _, tensors[name] = _device_tensor(np.ones(shape, np.float32), lib.ACL_FLOAT, cleanup)
+        grad_devices = {}
+        for name, shape in grad_shapes.items():
+            grad_devices[name], tensors[name] = _device_tensor(np.ones(shape, np.float32), lib.ACL_FLOAT, cleanup)
+
+        workspace_size = ffi.new("uint64_t *")
+        executor = ffi.new("aclOpExecutor **")
+        check(
+            lib.aclnnConvTbcBackwardGetWorkspaceSize(
+                tensors["self"], tensors["input"], tensors["weight"], tensors["bias"], pad, cube_math_type,
+                tensors["gradInput"], tensors["gradWeight"], tensors["gradBias"], workspace_size, executor,
+            )
+        )
+        workspace = ffi.NULL
+        if workspace_size[0] > 0:
+            workspace_out = ffi.new("void **")
+            check(lib.aclrtMalloc(workspace_out, workspace_size[0], lib.ACL_MEM_MALLOC_HUGE_FIRST), AclError)
+            workspace = workspace_out[0]
+            cleanup.callback(lib.aclrtFree, workspace)
+        check(lib.aclnnConvTbcBackward(workspace, workspace_size[0], executor[0], stream))
+        check(lib.aclrtSynchronizeStream(stream), AclError)
+
+        passed = True
+        for name, shape in grad_shapes.items():
+            result = np.zeros(shape, np.float32)
+            check(
+                lib.aclrtMemcpy(
+                    ffi.from_buffer(result), result.nbytes, grad_devices[name], result.nbytes,
+                    lib.ACL_MEMCPY_DEVICE_TO_HOST,
+                ),
+                AclError,
+            )
+            ok = bool(np.all(result == expected[name]))
+            passed &= ok
+            print(f"  {name} {list(shape)} = {np.array2string(result.ravel())} "
+                  f"(expected all {expected[name]:g}) {'ok' if ok else 'WRONG'}")
+    return passed
+
+
+def _demo_numpy_check(seed: int) -> bool:
+    """A random padded case through the numpy API against the float64 reference."""
+    from .ops import conv_tbc_backward
+    from .reference import conv_tbc_backward_reference
+
+    T, B, C_in, K, C_out, pad = 9, 3, 5, 3, 4, 2
+    T_out = T + 2 * pad + 1 - K
+    print(f"case 2: numpy API, float32, T={T} B={B} C_in={C_in} K={K} C_out={C_out} pad={pad}, cube_math_type 0")
+    rng = np.random.default_rng(seed)
+    grad_output = rng.standard_normal((T_out, B, C_out)).astype(np.float32)
+    x = rng.standard_normal((T, B, C_in)).astype(np.float32)
+    w = rng.standard_normal((K, C_in, C_out)).astype(np.float32)
+    b = rng.standard_normal(C_out).astype(np.float32)
+
+    got = conv_tbc_backward(grad_output, x, w, b, pad, cube_math_type=0)
+    want = conv_tbc_backward_reference(grad_output, x, w, b, pad)
+    passed = True
+    for name, g, r in zip(("grad_input", "grad_weight", "grad_bias"), got, want):
+        error = float(np.max(np.abs(g.astype(np.float64) - r)))
+        scale = float(np.max(np.abs(r)))
+        relative = error / scale if scale else error
+        ok = g.shape == r.shape and g.dtype == np.float32 and relative <= 1e-4
+        passed &= ok
+        print(f"  {name}: max abs error {error:.3e}, relative to max |ref| {relative:.3e} (bound 1e-4) {'ok' if ok else 'WRONG'}")
+    return passed
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .errors import ConvTbcError
+
+    passed = True
+    for case in (_demo_cann_example, lambda: _demo_numpy_check(args.seed)):
+        try:
+            passed &= case()
+        except ConvTbcError as exc:
+            print(f"  error: {exc}")
+            passed = False
+    print("PASS" if passed else "FAIL")
+    return 0 if passed else 1
+
+
+# ---------------------------------------------------------------------- bench
+
+
+def _bench(rest: Sequence[str]) -> int:
+    name = f"{__package__}.bench"
+    try:
+        bench = importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name:  # bench itself is present but lacks a dependency
+            raise
+        print("convtbc bench: not available in this installation", file=sys.stderr)
+        return 2
+    return int(bench.main(list(rest)))
+
+
+# ----------------------------------------------------------------------- main
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="convtbc", description="CPU implementation of CANN's aclnnConvTbcBackward."
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    demo = commands.add_parser("demo", help="run CANN's example and a numpy check; exit 1 on FAIL")
+    demo.add_argument("--seed", type=int, default=0, help="seed of the random case (default 0)")
+
+    config = commands.add_parser("config", help="print build flags for C programs using convtbc")
+    config.add_argument("--prefix", action="store_true", help="root of the CANN-shaped tree (include/, lib64/)")
+    config.add_argument("--cflags", action="store_true", help="include flags")
+    config.add_argument("--libs", action="store_true", help="link flags, with an rpath")
+
+    # No options of its own: everything after `bench` belongs to the bench module.
+    commands.add_parser("bench", help="benchmarks (options: convtbc bench --help)", add_help=False)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = _parser()
+    args, rest = parser.parse_known_args(argv)
+    if args.command == "bench":
+        return _bench(rest)
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    if args.command == "config":
+        if not (args.prefix or args.cflags or args.libs):
+            parser.error("config: give at least one of --prefix, --cflags, --libs")
+        return _config(args)
+    return _demo(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
