@@ -183,13 +183,17 @@ def conv_tbc_backward(
         )
         executor = executor_out[0]
         workspace, workspace_address = _workspace(workspace_size[0])
-        run, executor = executor, ffi.NULL  # phase 2 consumes the executor, even on failure
-        check(lib.aclnnConvTbcBackward(workspace_address, workspace_size[0], run, ffi.NULL))
+        status = lib.aclnnConvTbcBackward(workspace_address, workspace_size[0], executor, ffi.NULL)
+        if status == 0:
+            executor = ffi.NULL  # a successful run consumes the executor
+        check(status)
         del workspace  # only now: phase 2 has finished with it
     finally:
         if executor != ffi.NULL:
-            # Phase 1 succeeded but phase 2 never ran (e.g. MemoryError).
-            lib.aclDestroyAclOpExecutor(executor)
+            # Phase 2 failed (its checks leave the executor live) or never ran
+            # (e.g. MemoryError for the workspace): the executor is ours to free.
+            if lib.aclDestroyAclOpExecutor(executor) != 0:
+                recent_error_message()  # no stray message about our own cleanup
         for tensor in tensors:
             if tensor != ffi.NULL:
                 ffi.release(tensor)
