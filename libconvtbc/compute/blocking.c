@@ -1,0 +1,119 @@
+/*
+ * Block sizes and scratch layout, fixed at plan time from the problem shape
+ * and the kernel's tile (never from the thread count, so results do not
+ * depend on it).
+ */
+#include <string.h>
+
+#include "compute/driver.h"
+
+/* Per-thread scratch budgets, in floats. 256 Ki floats (1 MiB) keeps each
+ * packed block within L2 + a slice of L3, and the workspace bounded
+ * whatever the problem size. */
+#ifndef CTBC_BUDGET_FLOATS /* tests shrink it to exercise block splitting */
+#define CTBC_BUDGET_FLOATS (256 * 1024)
+#endif
+#define WINDOW_FLOATS CTBC_BUDGET_FLOATS
+#define CBUF_FLOATS CTBC_BUDGET_FLOATS
+#define WEIGHT_FLOATS CTBC_BUDGET_FLOATS
+
+/* Cache blocking in micro-tiles: mc = 24 mr rows of A (a 144 x 256 float
+ * block = 144 KiB sits in a 512 KiB L2), nc = 16 nr columns, kc = 256
+ * reduction steps (a 256 x 16 B micro-panel = 16 KiB sits in L1). */
+#ifndef CTBC_MC_TILES /* tests shrink these to exercise block edges */
+#define CTBC_MC_TILES 24
+#define CTBC_NC_TILES 16
+#define CTBC_KC 256
+#endif
+#define MC_TILES CTBC_MC_TILES
+#define NC_TILES CTBC_NC_TILES
+#define KC CTBC_KC
+/* grad_input reduces over (tap, c_out) pairs; aim for this many per block */
+#define GI_REDUCTION 384
+#define GB_CHUNK 256
+
+_Static_assert(sizeof(ctbc_blocking) <= sizeof(((ctbc_plan *)0)->block),
+               "blocking must fit in ctbc_plan.block");
+
+/* Largest tap group g in [1, k] with base + (g - 1)*step <= limit. */
+static int64_t taps_within(int64_t k, int64_t base, int64_t step, int64_t limit)
+{
+    int64_t g = k;
+    if (step > 0 && base + (g - 1) * step > limit)
+        g = (limit - base) / step + 1;
+    return ctbc_clamp(g, 1, ctbc_max(k, 1));
+}
+
+void ctbc_blocking_choose(const ctbc_problem *p, ctbc_isa isa, ctbc_blocking *bl)
+{
+    const ctbc_kernel *kern = ctbc_kernel_for_isa(isa);
+    const int64_t mr = kern->mr, nr = kern->nr;
+    memset(bl, 0, sizeof(*bl));
+    bl->isa = (int32_t)isa;
+
+    /* grad_weight: put c_out on the side of the micro-tile it fills better
+     * (c_out is often 1..32 while c_in is hundreds). */
+    const int64_t c_out = ctbc_max(p->c_out, 1), c_in = ctbc_max(p->c_in, 1);
+    const double fill_m = (double)c_out / (double)ctbc_round_up(c_out, mr);
+    const double fill_n = (double)c_out / (double)ctbc_round_up(c_out, nr);
+    bl->gw_o_on_m = fill_m > fill_n;
+    const int64_t gw_m = bl->gw_o_on_m ? c_out : c_in;
+    const int64_t gw_n = bl->gw_o_on_m ? c_in : c_out;
+    bl->gw_bm = (int32_t)ctbc_min(ctbc_round_up(gw_m, mr), MC_TILES * mr);
+    bl->gw_bn = (int32_t)ctbc_min(ctbc_round_up(gw_n, nr), NC_TILES * nr);
+    bl->gw_kc = KC;
+    /* the input window (kc + (kg-1)*b rows) lies along c's side */
+    const int64_t window_width = bl->gw_o_on_m ? bl->gw_bn : bl->gw_bm;
+    int64_t kg = taps_within(p->k, KC, p->b, WINDOW_FLOATS / window_width);
+    kg = ctbc_min(kg, ctbc_max(1, CBUF_FLOATS / ((int64_t)bl->gw_bm * bl->gw_bn)));
+    bl->gw_kg = (int32_t)kg;
+
+    /* grad_input: rows (t, b), columns c_in, reduction (k, o) */
+    bl->gi_bm = (int32_t)ctbc_min(ctbc_round_up(ctbc_max(p->t * p->b, 1), mr), MC_TILES * mr);
+    bl->gi_bn = (int32_t)ctbc_min(ctbc_round_up(c_in, nr), NC_TILES * nr);
+    bl->gi_ko = (int32_t)ctbc_min(c_out, 256);
+    kg = ctbc_clamp(GI_REDUCTION / bl->gi_ko, 1, ctbc_max(p->k, 1));
+    kg = ctbc_min(kg, taps_within(p->k, bl->gi_bm, p->b, WINDOW_FLOATS / bl->gi_ko));
+    kg = ctbc_clamp(kg, 1, ctbc_max(1, WEIGHT_FLOATS / ((int64_t)bl->gi_bn * bl->gi_ko)));
+    bl->gi_kg = (int32_t)kg;
+
+    bl->gb_chunk = GB_CHUNK;
+
+    /* An OpenMP region costs a few microseconds: not worth it for tiny
+     * problems (flops counts both GEMMs). */
+    const double flops = 4.0 * (double)p->t_out * (double)p->b * (double)p->c_in *
+                         (double)p->c_out * (double)p->k;
+    bl->parallel = flops >= 2e6;
+}
+
+static int64_t floats64(int64_t n) { return ctbc_round_up(ctbc_max(n, 1), 16); }
+
+void ctbc_ws_layout_of(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *ws)
+{
+    const int64_t b = p->b;
+    /* grad_weight */
+    const int64_t gw_window = (int64_t)bl->gw_kc + (bl->gw_kg - 1) * b;
+    const int64_t gw_c = (int64_t)bl->gw_kg * bl->gw_bm * bl->gw_bn;
+    const int64_t gw_a = (bl->gw_o_on_m ? bl->gw_kc : gw_window) * (int64_t)bl->gw_bm;
+    const int64_t gw_b = (bl->gw_o_on_m ? gw_window : bl->gw_kc) * (int64_t)bl->gw_bn;
+    /* grad_input */
+    const int64_t gi_c = (int64_t)bl->gi_bm * bl->gi_bn;
+    const int64_t gi_a = ((int64_t)bl->gi_bm + (bl->gi_kg - 1) * b) * bl->gi_ko;
+    const int64_t gi_b = (int64_t)bl->gi_bn * bl->gi_kg * bl->gi_ko;
+
+    ws->cbuf = floats64(ctbc_max(gw_c, gi_c));
+    ws->abuf = floats64(ctbc_max(gw_a, gi_a));
+    ws->bbuf = floats64(ctbc_max(gw_b, gi_b));
+    ws->per_thread = ws->cbuf + ws->abuf + ws->bbuf;
+}
+
+void ctbc_blocking_store(ctbc_plan *plan, const ctbc_blocking *blocking)
+{
+    memset(plan->block, 0, sizeof(plan->block));
+    memcpy(plan->block, blocking, sizeof(*blocking));
+}
+
+void ctbc_blocking_load(const ctbc_plan *plan, ctbc_blocking *blocking)
+{
+    memcpy(blocking, plan->block, sizeof(*blocking));
+}

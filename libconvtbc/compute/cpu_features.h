@@ -1,0 +1,35 @@
+/*
+ * Which micro-kernel set this process uses.
+ *
+ * The CPU is probed once (CPUID for the instruction sets, XGETBV for the
+ * OS saving the wide registers) and the answer cached. The environment
+ * variable CONVTBC_ISA caps the choice, read at every plan (so a test can
+ * run each path in one process; a plan keeps the ISA it was made with):
+ *
+ *   CONVTBC_ISA=portable   plain C kernels
+ *   CONVTBC_ISA=avx2       AVX2+FMA kernels if the CPU and OS have them
+ *   CONVTBC_ISA=avx512     AVX-512F kernels if the CPU and OS have them,
+ *                          else the best below
+ *
+ * Unset (or any other value) means avx2: the AVX-512 kernel is opt-in until
+ * it has been validated on AVX-512 hardware.
+ */
+#ifndef CONVTBC_COMPUTE_CPU_FEATURES_H
+#define CONVTBC_COMPUTE_CPU_FEATURES_H
+
+#include "compute/kernels/ukernel.h"
+
+typedef enum {
+    CTBC_ISA_PORTABLE = 0,
+    CTBC_ISA_AVX2 = 1,
+    CTBC_ISA_AVX512 = 2
+} ctbc_isa;
+
+/* The best ISA the CPU, the OS and this build support, within the cap. */
+ctbc_isa ctbc_isa_select(void);
+
+/* The kernel table entry of an ISA (never NULL, never a NULL ukr: falls back
+ * to portable). */
+const ctbc_kernel *ctbc_kernel_for_isa(ctbc_isa isa);
+
+#endif /* CONVTBC_COMPUTE_CPU_FEATURES_H */

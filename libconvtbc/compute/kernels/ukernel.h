@@ -1,0 +1,56 @@
+/*
+ * The one micro-kernel signature every ISA implements, and the kernel table
+ * entry the framework looks kernels up in (BLIS style: the framework never
+ * branches on the ISA, it only reads mr/nr and calls ukr).
+ */
+#ifndef CONVTBC_COMPUTE_KERNELS_UKERNEL_H
+#define CONVTBC_COMPUTE_KERNELS_UKERNEL_H
+
+#include <stdint.h>
+
+/*
+ * One call computes, for i < mr and j < nr,
+ *
+ *   C(i, j) += sum_{q < n_outer} sum_{p < n_inner} A(i; q, p) * B(q, p; j)
+ *
+ *   A(i; q, p) = a[i*a_row + q*a_outer + p*a_inner]   (any strides)
+ *   B(q, p; j) = b[q*b_outer + p*b_inner + j]         (nr contiguous floats)
+ *   C(i, j)    = c[i*ldc + j]
+ *
+ * The products of one call are summed in registers starting from zero and
+ * then added to C, in a fixed order, so results never depend on threads.
+ *
+ * Two reduction levels because grad_input reduces over taps (outer) and
+ * output channels (inner), and one tap step is a jump of b rows backwards in
+ * the shifted window of grad_output rather than a unit step. A is read with
+ * broadcasts, so it may be a packed mr-wide strip (a_row 1, a_inner mr) or a
+ * plain row-major block (a_row ld, a_inner 1). Strides may be negative.
+ *
+ * Every call computes a full mr x nr tile: callers keep all buffers padded
+ * so that rows and columns beyond the valid edge are readable, and discard
+ * those results.
+ */
+typedef struct {
+    int64_t n_outer, n_inner;
+    int64_t a_row, a_inner, a_outer;
+    int64_t b_inner, b_outer;
+} ctbc_ukr_args;
+
+typedef void (*ctbc_ukr_fn)(const ctbc_ukr_args *args, const float *a, const float *b,
+                            float *c, int64_t ldc);
+
+/* Largest tile any kernel uses (sizes stack scratch tiles). */
+#define CTBC_MR_MAX 8
+#define CTBC_NR_MAX 32
+
+typedef struct {
+    const char *name;
+    int mr, nr;
+    ctbc_ukr_fn ukr; /* NULL when the compiler could not build this ISA */
+} ctbc_kernel;
+
+extern const ctbc_kernel ctbc_kernel_portable;
+extern const ctbc_kernel ctbc_kernel_avx2;
+extern const ctbc_kernel ctbc_kernel_avx512;
+
+#endif /* CONVTBC_COMPUTE_KERNELS_UKERNEL_H */

@@ -1,0 +1,72 @@
+/*
+ * Packing: read strided operand views of any element type, convert to
+ * float32, apply the cubeMathType rounding, and lay the values out the way
+ * the micro-kernels read them. Storing: convert float32 result tiles to the
+ * output's element type (round-to-nearest-even) and write them through the
+ * output's strided view.
+ *
+ * Rows of the 3-D operands [t, b, x] are the flattened (t, b) pairs,
+ * row = t*b_size + b, so a block of consecutive rows may span time steps.
+ */
+#ifndef CONVTBC_COMPUTE_PACK_H
+#define CONVTBC_COMPUTE_PACK_H
+
+#include "compute/conv_tbc_compute.h"
+
+/* A strided 3-D operand view as the packers read it. */
+typedef struct {
+    const void *data;       /* element [0,0,0] */
+    ctbc_dtype dtype;
+    ctbc_rounding rounding; /* already NONE unless dtype is F32 */
+    int64_t s0, s1, s2;     /* strides in elements */
+} ctbc_operand;
+
+/* Address of element `offset` of a buffer of dtype. */
+static inline void *ctbc_element_ptr(void *base, ctbc_dtype dtype, int64_t offset)
+{
+    return (char *)base + offset * (dtype == CTBC_F32 ? 4 : 2);
+}
+
+ctbc_operand ctbc_operand_make(const void *data, const ctbc_layout *layout, ctbc_rounding rounding);
+
+/* dst[i] = value of element offset + i*stride, for i < n. */
+void ctbc_convert_run(float *dst, const ctbc_operand *op, int64_t offset, int64_t stride,
+                      int64_t n);
+
+/*
+ * Strip layout: columns [col0, col0+ncols) cut into strips of `width`
+ * columns (the last one zero-padded); strip s holds rows r < strip_rows as
+ * dst[s*strip_rows*width + r*width + j]. Row r is operand row row_first + r,
+ * packed only when that row lies in [row_lo, row_hi) (other rows are left
+ * as they are: callers never read them).
+ */
+void ctbc_pack_strips(float *dst, int64_t strip_rows, int width, const ctbc_operand *op,
+                      int64_t b_size, int64_t row_first, int64_t row_lo, int64_t row_hi,
+                      int64_t col0, int64_t ncols);
+
+/*
+ * Row-major layout: dst[r*ld + j] = operand(row_first + r, col0 + j) for
+ * r < nrows, j < ncols; rows outside [row_lo, row_hi) are zero-filled (they
+ * are read by full-tile kernel calls whose results for them are dropped).
+ */
+void ctbc_pack_rows(float *dst, int64_t ld, int64_t nrows, const ctbc_operand *op,
+                    int64_t b_size, int64_t row_first, int64_t row_lo, int64_t row_hi,
+                    int64_t col0, int64_t ncols);
+
+/*
+ * Weight panel for grad_input: dst[s][kk][o][nr] = weight[k0+kk, c0+s*nr+j, o0+o]
+ * for kk < nk, o < no, c strips of width nr over [c0, c0+nc), zero-padded.
+ */
+void ctbc_pack_weight(float *dst, int nr, const ctbc_operand *weight, int64_t k0, int64_t nk,
+                      int64_t o0, int64_t no, int64_t c0, int64_t nc);
+
+/*
+ * Writes src[i*ld + j] (i < rows, j < cols) to the output element at
+ * (g / row_split)*rs_hi + (g % row_split)*rs_lo + j*cs, g = row_first + i,
+ * converted to dtype with round-to-nearest-even.
+ */
+void ctbc_store_tile(void *out, ctbc_dtype dtype, const float *src, int64_t ld, int64_t rows,
+                     int64_t cols, int64_t row_first, int64_t row_split, int64_t rs_hi,
+                     int64_t rs_lo, int64_t cs);
+
+#endif /* CONVTBC_COMPUTE_PACK_H */
