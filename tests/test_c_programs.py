@@ -1,0 +1,57 @@
+"""The C/C++ programs in tests/c, built against the INSTALLED headers and
+library exactly as a user would (`cc $(convtbc config --cflags) prog.c
+$(convtbc config --libs)`) and run without LD_LIBRARY_PATH; each returns 0
+only if all of its checks pass.
+"""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import C_DIR
+
+PROGRAMS = ["cann_style_example.cpp", "bad_inputs.c", "executor_rules.c", "numerics_sweep.c"]
+
+
+def config(cli, flag):
+    p = subprocess.run([cli, "config", flag], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.split()
+
+
+def compiler_for(src):
+    if src.endswith(".cpp"):
+        return [shutil.which("g++") or "c++", "-std=c++11"]
+    return [shutil.which("gcc") or "cc", "-std=c11"]
+
+
+@pytest.fixture(scope="module")
+def built(convtbc_cli, tmp_path_factory):
+    out = tmp_path_factory.mktemp("cprogs")
+    cflags, libs = config(convtbc_cli, "--cflags"), config(convtbc_cli, "--libs")
+    exes = {}
+    for src in PROGRAMS:
+        exe = out / src.rsplit(".", 1)[0]
+        cmd = compiler_for(src) + ["-O1", "-g", "-Wall", "-Wextra", *cflags, str(C_DIR / src), "-o", str(exe),
+                                   *libs, "-pthread", "-lm"]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        exes[src] = (exe, p)
+    return exes
+
+
+def run_clean_env(exe, timeout=300):
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
+    return subprocess.run([str(exe)], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("src", PROGRAMS)
+def test_program(src, built):
+    exe, comp = built[src]
+    assert comp.returncode == 0, f"compile failed:\n{' '.join(comp.args)}\n{comp.stderr}"
+    assert "warning" not in comp.stderr, comp.stderr
+    p = run_clean_env(exe)
+    assert p.returncode == 0, f"{src} failed (rc={p.returncode})\n{p.stdout}\n{p.stderr}"
+    assert "OK" in p.stdout
