@@ -23,6 +23,9 @@ HEADERS: Tuple[str, ...] = (
     "aclnn/acl_meta.h",
     "aclnn/aclnn_base.h",
     "aclnnop/aclnn_convolution_backward.h",
+    # convtbc's own additions (host memory declarations, synchronising the
+    # current default stream), which the numpy front end needs.
+    "convtbc/convtbc_ext.h",
 )
 
 # Macros the headers test that we treat as defined: the visibility macro means
@@ -50,7 +53,7 @@ def library_path() -> Path:
     override = os.environ.get("CONVTBC_LIBRARY")
     if override:
         return Path(override)
-    return PACKAGE_DIR / "lib64" / "libconvtbc.so"
+    return PACKAGE_DIR / "lib64" / "libconvtbc.so.0"
 
 
 def _parse_integer(text: str) -> int | None:

@@ -2,12 +2,16 @@
 
 Arrays are handed to the C API zero-copy: each becomes an aclTensor whose
 storage is the 1-D span of memory the numpy view touches, with the view's
-strides in elements. Argument checking is left to the C library on purpose,
-so that Python callers get exactly CANN's status codes and messages.
+strides in elements. libconvtbc checks that device addresses lie in
+aclrtMalloc blocks, so each span is declared to it as host memory standing
+for device memory for the length of the call. Argument checking is left to
+the C library on purpose, so that Python callers get exactly CANN's status
+codes and messages.
 """
 
 from __future__ import annotations
 
+import contextlib
 import operator
 from typing import Any, List, Optional, Tuple
 
@@ -15,7 +19,7 @@ import ml_dtypes
 import numpy as np
 
 from ._library import ffi, lib
-from .errors import check, check_created, recent_error_message
+from .errors import AclError, check, check_created, recent_error_message
 
 # numpy dtype -> ACL dtype code. Dtypes the operator rejects are listed too so
 # that the C library, not Python, reports them (with CANN's 161002).
@@ -77,8 +81,18 @@ def _contiguous_strides(shape: Tuple[int, ...]) -> List[int]:
     return strides[::-1]
 
 
-def _create_tensor(array: Optional[np.ndarray]) -> Tuple[Any, Optional[np.ndarray]]:
-    """An owned aclTensor viewing `array`, and the array it points into.
+def _declare_host_memory(address: int, size: int, cleanup: contextlib.ExitStack) -> None:
+    """Let [address, address + size) stand for device memory until `cleanup` unwinds."""
+    if size == 0:  # an empty view touches nothing, so there is nothing to check
+        return
+    pointer = ffi.cast("void *", address)
+    check(lib.convtbcDeclareHostMemory(pointer, size), AclError)
+    cleanup.callback(lib.convtbcForgetHostMemory, pointer)
+
+
+def _create_tensor(array: Optional[np.ndarray], cleanup: contextlib.ExitStack) -> Tuple[Any, Optional[np.ndarray]]:
+    """An aclTensor viewing `array` (destroyed when `cleanup` unwinds), and the
+    array it points into.
 
     The returned array must outlive the tensor: it is `array` itself or, when
     the C API cannot express the view (negative strides, byte strides that are
@@ -106,6 +120,7 @@ def _create_tensor(array: Optional[np.ndarray]) -> Tuple[Any, Optional[np.ndarra
         high = sum((n - 1) * e for n, e in zip(array.shape, strides) if e > 0)
         storage, offset = high - low + 1, -low
         address += low * itemsize
+    _declare_host_memory(address, storage * itemsize, cleanup)
 
     tensor = lib.aclCreateTensor(
         ffi.new("int64_t[]", list(array.shape)),
@@ -119,10 +134,12 @@ def _create_tensor(array: Optional[np.ndarray]) -> Tuple[Any, Optional[np.ndarra
         ffi.cast("void *", address),
     )
     check_created(tensor)
-    return ffi.gc(tensor, lib.aclDestroyTensor), array
+    tensor = ffi.gc(tensor, lib.aclDestroyTensor)
+    cleanup.callback(ffi.release, tensor)
+    return tensor, array
 
 
-def _workspace(size: int) -> Tuple[Optional[np.ndarray], Any]:
+def _workspace(size: int, cleanup: contextlib.ExitStack) -> Tuple[Optional[np.ndarray], Any]:
     """Host memory for phase 2 and its aligned address (NULL when size is 0).
 
     A numpy buffer rather than aclrtMalloc: the runtime's allocator needs
@@ -132,7 +149,15 @@ def _workspace(size: int) -> Tuple[Optional[np.ndarray], Any]:
         return None, ffi.NULL
     buffer = np.empty(size + _WORKSPACE_ALIGNMENT - 1, dtype=np.uint8)
     address = -buffer.ctypes.data % _WORKSPACE_ALIGNMENT + buffer.ctypes.data
+    _declare_host_memory(address, size, cleanup)
     return buffer, ffi.cast("void *", address)
+
+
+def _discard_executor(executor: Any) -> None:
+    # Phase 2 failed (its checks leave the executor live) or never ran (e.g.
+    # MemoryError for the workspace): the executor is still ours to free.
+    if lib.aclDestroyAclOpExecutor(executor) != 0:
+        recent_error_message()  # no stray message about our own cleanup
 
 
 def conv_tbc_backward(
@@ -163,14 +188,14 @@ def conv_tbc_backward(
     cube_math_type = operator.index(cube_math_type)
 
     recent_error_message()  # drop stale messages so an error reports only this call
-    tensors: List[Any] = []
-    keep_alive: List[Optional[np.ndarray]] = []
-    executor = ffi.NULL
-    try:
+    # Unwinds in reverse: tensors, then the memory declarations.
+    with contextlib.ExitStack() as cleanup:
+        tensors: List[Any] = []
+        backings: List[Optional[np.ndarray]] = []
         for array in operands + grads:
-            tensor, backing = _create_tensor(array)
+            tensor, backing = _create_tensor(array, cleanup)
             tensors.append(tensor)
-            keep_alive.append(backing)
+            backings.append(backing)
         self_, input_, weight_, bias_, grad_input, grad_weight, grad_bias = tensors
 
         workspace_size = ffi.new("uint64_t *")
@@ -182,20 +207,16 @@ def conv_tbc_backward(
             )
         )
         executor = executor_out[0]
-        workspace, workspace_address = _workspace(workspace_size[0])
-        status = lib.aclnnConvTbcBackward(workspace_address, workspace_size[0], executor, ffi.NULL)
-        if status == 0:
-            executor = ffi.NULL  # a successful run consumes the executor
-        check(status)
-        del workspace  # only now: phase 2 has finished with it
-    finally:
-        if executor != ffi.NULL:
-            # Phase 2 failed (its checks leave the executor live) or never ran
-            # (e.g. MemoryError for the workspace): the executor is ours to free.
-            if lib.aclDestroyAclOpExecutor(executor) != 0:
-                recent_error_message()  # no stray message about our own cleanup
-        for tensor in tensors:
-            if tensor != ffi.NULL:
-                ffi.release(tensor)
-    grad_input_array, grad_weight_array, grad_bias_array = grads
-    return grad_input_array, grad_weight_array, grad_bias_array  # type: ignore[return-value]
+        try:
+            workspace, workspace_address = _workspace(workspace_size[0], cleanup)
+            check(lib.aclnnConvTbcBackward(workspace_address, workspace_size[0], executor, ffi.NULL))
+        except BaseException:
+            _discard_executor(executor)
+            raise
+        # Phase 2 ran on the NULL stream: at once on a thread without a current
+        # context, queued on the context's default stream otherwise. Wait, so
+        # that the results are complete and the memory can be let go.
+        check(lib.convtbcSynchronizeCurrent(), AclError)
+        # `backings` and `workspace` stay referenced until here: the C side
+        # holds raw pointers into them.
+    return tuple(grads)  # type: ignore[return-value]
