@@ -9,6 +9,9 @@
 #include "aclnnop/aclnn_convolution_backward.h"
 #include "api/errors.h"
 #include "api/executor.h"
+#include "api/log.h"
+#include "api/memory.h"
+#include "api/streams.h"
 #include "api/soc_profile.h"
 #include "api/tensor.h"
 #include "compute/conv_tbc_compute.h"
@@ -28,13 +31,24 @@ static const char *const TENSOR_NAMES[TENSOR_COUNT] = {"self", "input", "weight"
 enum { KEEP_DTYPE = 0, ALLOW_FP32_DOWN_PRECISION = 1, USE_FP16 = 2, USE_HF32 = 3 };
 static const char *const CUBE_MATH_NAMES[] = {"KEEP_DTYPE", "ALLOW_FP32_DOWN_PRECISION", "USE_FP16", "USE_HF32"};
 
-/* What phase 2 needs beyond the compute plan: where element [0,0,0] of each
- * view sits relative to its storage start. */
+/* What phase 2 needs beyond the compute plan: where each view starts
+ * (element [0,0,0], its lowest address since strides are >= 0) relative to
+ * its storage, and how many bytes it spans from there (0: no elements). */
 typedef struct {
     ctbc_plan compute;
     int64_t view_offset_bytes[TENSOR_COUNT];
-    bool has_elements[TENSOR_COUNT];
+    size_t view_span_bytes[TENSOR_COUNT];
 } op_plan;
+
+/* A queued run: a copy of the plan (the executor may be gone by then) and
+ * the addresses fixed at submission. */
+typedef struct {
+    ctbc_plan compute;
+    ctbc_buffers buffers;
+    const void *view_start[TENSOR_COUNT];
+    size_t view_span_bytes[TENSOR_COUNT];
+    void *workspace;
+} queued_run;
 
 #define INVALID(...) ctbc_fail(ACLNN_ERR_PARAM_INVALID, CTBC_EZ_PARAM, PHASE1, __VA_ARGS__)
 
@@ -321,8 +335,12 @@ aclnnStatus aclnnConvTbcBackwardGetWorkspaceSize(const aclTensor *self, const ac
     make_problem(&problem, tensors, pad, t_out, rounding_for(cubeMathType, soc));
     ctbc_plan_init(&plan->compute, &problem);
     for (int i = 0; i < TENSOR_COUNT; i++) {
-        plan->view_offset_bytes[i] = tensors[i]->offset * (int64_t)aclDataTypeSize(tensors[i]->dtype);
-        plan->has_elements[i] = ctbc_tensor_numel(tensors[i]) > 0;
+        const aclTensor *t = tensors[i];
+        int64_t item = (int64_t)aclDataTypeSize(t->dtype), last = 0;
+        for (uint64_t d = 0; d < t->rank; d++)
+            last += (t->view_dims[d] - 1) * t->strides[d];
+        plan->view_offset_bytes[i] = t->offset * item;
+        plan->view_span_bytes[i] = ctbc_tensor_numel(t) > 0 ? (size_t)((last + 1) * item) : 0;
     }
     for (int i = 0; i < INPUT_COUNT; i++)
         made->inputs[i] = tensors[i]->data;
@@ -330,33 +348,72 @@ aclnnStatus aclnnConvTbcBackwardGetWorkspaceSize(const aclTensor *self, const ac
         made->outputs[i] = tensors[INPUT_COUNT + i]->data;
     made->workspace_bytes = plan->compute.workspace_bytes;
 
+    CTBC_LOG(CTBC_LOG_INFO,
+             "%s: T %lld, B %lld, C_in %lld, K %lld, C_out %lld, pad %lld, T_out %lld; dtypes self %s, input %s, "
+             "weight %s, gradInput %s, gradWeight %s, gradBias %s; cubeMathType %d; workspace %llu bytes; "
+             "%d threads",
+             PHASE1, (long long)problem.t, (long long)problem.b, (long long)problem.c_in, (long long)problem.k,
+             (long long)problem.c_out, (long long)pad, (long long)t_out, ctbc_dtype_name(self->dtype),
+             ctbc_dtype_name(input->dtype), ctbc_dtype_name(weight->dtype), ctbc_dtype_name(gradInput->dtype),
+             ctbc_dtype_name(gradWeight->dtype), ctbc_dtype_name(gradBias->dtype), (int)cubeMathType,
+             (unsigned long long)made->workspace_bytes, plan->compute.threads);
     *workspaceSize = made->workspace_bytes;
     *executor = made;
     return ACLNN_SUCCESS;
 }
 
+/* Refuses views and a workspace outside device memory (checked mode). */
+static aclnnStatus check_memory(const char *api, const void *const *view_start, const size_t *view_span_bytes,
+                                const void *workspace, size_t workspace_bytes, int status)
+{
+    for (int i = 0; i < TENSOR_COUNT; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "tensor %s", TENSOR_NAMES[i]);
+        if (i != BIAS) /* not read by the backward pass */
+            CTBC_RETURN_IF_FAILED(ctbc_check_device_range(api, what, view_start[i], view_span_bytes[i], status));
+    }
+    return ctbc_check_device_range(api, "workspace", workspace, workspace_bytes, status);
+}
+
+static aclError run_queued(void *payload)
+{
+    const queued_run *run = payload;
+    /* Memory freed between submission and now is an error of the queued
+     * work, reported at the next synchronisation, as a fault on the NPU. */
+    CTBC_RETURN_IF_FAILED(check_memory(PHASE2, run->view_start, run->view_span_bytes, run->workspace,
+                                       run->compute.workspace_bytes, ACL_ERROR_RT_AICORE_EXCEPTION));
+    ctbc_execute(&run->compute, &run->buffers, run->workspace);
+    return ACL_SUCCESS;
+}
+
 aclnnStatus aclnnConvTbcBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
                                  aclrtStream stream)
 {
-    aclnnStatus status = ctbc_executor_check_run(executor, workspace, workspaceSize, stream, PHASE2);
-    if (status != ACLNN_SUCCESS)
-        return status;
+    CTBC_RETURN_IF_FAILED(ctbc_executor_check_run(executor, workspace, workspaceSize, stream, PHASE2));
     const op_plan *plan = (const op_plan *)executor->plan;
 
-    /* Element [0,0,0] of each view; bias is not read by the backward pass. */
-    void *start[TENSOR_COUNT];
+    queued_run run;
+    memset(&run, 0, sizeof run);
     for (int i = 0; i < TENSOR_COUNT; i++) {
         char *storage = i < INPUT_COUNT ? executor->inputs[i] : executor->outputs[i - INPUT_COUNT];
-        if (i != BIAS && plan->has_elements[i] && !storage)
+        if (i != BIAS && plan->view_span_bytes[i] > 0 && !storage)
             return ctbc_fail(ACLNN_ERR_PARAM_NULLPTR, CTBC_EZ_PARAM, PHASE2,
                              "tensor %s has no data address; give one to aclCreateTensor or set it with "
                              "aclSet%sTensorAddr.",
                              TENSOR_NAMES[i], i < INPUT_COUNT ? "Input" : "Output");
-        start[i] = storage ? storage + plan->view_offset_bytes[i] : NULL;
+        run.view_start[i] = storage ? storage + plan->view_offset_bytes[i] : NULL;
+        run.view_span_bytes[i] = plan->view_span_bytes[i];
     }
-    const ctbc_buffers buffers = {start[SELF], start[INPUT], start[WEIGHT],
-                                  start[GRAD_INPUT], start[GRAD_WEIGHT], start[GRAD_BIAS]};
-    ctbc_execute(&plan->compute, &buffers, workspace);
+    CTBC_RETURN_IF_FAILED(check_memory(PHASE2, run.view_start, run.view_span_bytes, workspace,
+                                       executor->workspace_bytes, ACLNN_ERR_PARAM_INVALID));
+    run.compute = plan->compute;
+    run.buffers = (ctbc_buffers){run.view_start[SELF], run.view_start[INPUT], run.view_start[WEIGHT],
+                                 (void *)run.view_start[GRAD_INPUT], (void *)run.view_start[GRAD_WEIGHT],
+                                 (void *)run.view_start[GRAD_BIAS]};
+    run.workspace = workspace;
+    aclError status = ctbc_stream_submit(PHASE2, stream, run_queued, &run, sizeof run);
+    if (status != ACL_SUCCESS)
+        return status == ACL_ERROR_BAD_ALLOC ? ACLNN_ERR_INNER : status;
     ctbc_executor_finish_run(executor);
     return ACLNN_SUCCESS;
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "acl/acl.h"
+#include "api/log.h"
 
 /* A thread keeps its last few messages; aclGetRecentErrMsg hands them out
  * newest first and starts afresh. Fixed buffers: nothing to free at thread
@@ -52,6 +53,7 @@ int ctbc_fail(int status, const char *error_id, const char *api, const char *fmt
     va_start(args, fmt);
     vsnprintf(slot + used, (size_t)(MSG_BYTES - used), fmt, args);
     va_end(args);
+    CTBC_LOG(CTBC_LOG_ERROR, "%s (status %d)", slot, status);
     return status;
 }
 

@@ -25,4 +25,12 @@
  * returns `status`, so that checks read `return ctbc_fail(...)`. */
 int ctbc_fail(int status, const char *error_id, const char *api, const char *fmt, ...) CTBC_PRINTF(4, 5);
 
+/* Returns from the calling function when `expr` is not 0 (success). */
+#define CTBC_RETURN_IF_FAILED(expr)                                                                          \
+    do {                                                                                                      \
+        int failed_status_ = (expr);                                                                          \
+        if (failed_status_ != 0)                                                                              \
+            return failed_status_;                                                                            \
+    } while (0)
+
 #endif /* CONVTBC_API_ERRORS_H */

@@ -4,7 +4,7 @@
 
 #include "api/errors.h"
 #include "api/registry.h"
-#include "api/runtime.h"
+#include "api/streams.h"
 
 static ctbc_registry live_executors = CTBC_REGISTRY_INIT;
 

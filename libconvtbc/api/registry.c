@@ -1,5 +1,6 @@
 #include "api/registry.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 /* A plain array: live handles are few (tens), so a scan is cheaper than
@@ -48,6 +49,31 @@ bool ctbc_registry_contains(ctbc_registry *registry, const void *handle)
     bool found = find(registry, handle) >= 0;
     pthread_mutex_unlock(&registry->lock);
     return found;
+}
+
+bool ctbc_registry_find_containing(ctbc_registry *registry, const void *address, ctbc_registry_entry *found)
+{
+    uintptr_t at = (uintptr_t)address;
+    bool hit = false;
+    pthread_mutex_lock(&registry->lock);
+    for (size_t i = registry->count; i-- > 0 && !hit;) {
+        uintptr_t start = (uintptr_t)registry->entries[i].handle;
+        if (at >= start && at - start < registry->entries[i].size) {
+            *found = registry->entries[i];
+            hit = true;
+        }
+    }
+    pthread_mutex_unlock(&registry->lock);
+    return hit;
+}
+
+void ctbc_registry_for_each(ctbc_registry *registry, void (*visit)(const ctbc_registry_entry *entry, void *arg),
+                            void *arg)
+{
+    pthread_mutex_lock(&registry->lock);
+    for (size_t i = 0; i < registry->count; i++)
+        visit(&registry->entries[i], arg);
+    pthread_mutex_unlock(&registry->lock);
 }
 
 void ctbc_registry_clear(ctbc_registry *registry, void (*release)(const void *handle))

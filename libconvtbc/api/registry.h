@@ -29,6 +29,12 @@ bool ctbc_registry_add(ctbc_registry *registry, const void *handle, size_t size)
 /* false when `handle` was not registered. */
 bool ctbc_registry_remove(ctbc_registry *registry, const void *handle);
 bool ctbc_registry_contains(ctbc_registry *registry, const void *handle);
+/* Copies out the entry whose [handle, handle + size) holds `address`. */
+bool ctbc_registry_find_containing(ctbc_registry *registry, const void *address, ctbc_registry_entry *found);
+/* Calls `visit` on each entry with the registry locked (so `visit` must not
+ * use this registry). */
+void ctbc_registry_for_each(ctbc_registry *registry, void (*visit)(const ctbc_registry_entry *entry, void *arg),
+                            void *arg);
 /* Removes every entry, calling `release` (may be NULL) on each handle. */
 void ctbc_registry_clear(ctbc_registry *registry, void (*release)(const void *handle));
 

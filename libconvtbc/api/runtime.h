@@ -1,19 +1,27 @@
 /*
- * What the op needs from the emulated ACL runtime.
- *
- * Streams run their work synchronously, on the submitting thread: work on a
- * stream is done, in submission order, when the call that submitted it
- * returns, so aclrtSynchronizeStream has nothing left to wait for.
+ * The emulated runtime's shared state: whether ACL is initialised, and the
+ * calling thread's current context (each context owns a default stream, the
+ * one the NULL stream names).
  */
 #ifndef CONVTBC_API_RUNTIME_H
 #define CONVTBC_API_RUNTIME_H
 
-#include <stdbool.h>
-
 #include "acl/acl_rt.h"
+#include "api/streams.h"
 
-/* NULL (the default stream) or a stream made by aclrtCreateStream and not
- * yet destroyed. */
-bool ctbc_stream_is_live(aclrtStream stream);
+typedef struct ctbc_context ctbc_context;
+
+/* ACL_SUCCESS, or ACL_ERROR_UNINITIALIZE with a message for `api`. */
+aclError ctbc_require_init(const char *api);
+
+/* The calling thread's live current context, or NULL. */
+ctbc_context *ctbc_current_context(void);
+
+/* ctbc_require_init, then the current context or ACL_ERROR_RT_CONTEXT_NULL
+ * with a message. */
+aclError ctbc_require_context(const char *api, ctbc_context **out);
+
+/* The stream that the NULL stream stands for in `ctx`. */
+ctbc_stream *ctbc_context_default_stream(ctbc_context *ctx);
 
 #endif /* CONVTBC_API_RUNTIME_H */

@@ -1,0 +1,28 @@
+/*
+ * CANN-style logs. Off unless ASCEND_GLOBAL_LOG_LEVEL or
+ * ASCEND_SLOG_PRINT_TO_STDOUT is set: then lines of CANN's plog shape
+ *   [ERROR] ASCENDCL(12940,prog):2026-10-17-05:54:07.599.074 [memory.c:33]text
+ * at and above the level (0 DEBUG, 1 INFO, 2 WARNING, 3 ERROR (default),
+ * 4 none) go to stdout when ASCEND_SLOG_PRINT_TO_STDOUT=1, else to
+ * $ASCEND_PROCESS_LOG_PATH/plog/plog-<pid>_<timestamp>.log (default
+ * $HOME/ascend/log).
+ */
+#ifndef CONVTBC_API_LOG_H
+#define CONVTBC_API_LOG_H
+
+#include "api/errors.h"
+
+typedef enum { CTBC_LOG_DEBUG = 0, CTBC_LOG_INFO = 1, CTBC_LOG_WARNING = 2, CTBC_LOG_ERROR = 3 } ctbc_log_level;
+
+/* Whether lines of `level` are written (cheap: use before costly formatting). */
+int ctbc_log_enabled(ctbc_log_level level);
+
+void ctbc_log_write(ctbc_log_level level, const char *file, int line, const char *fmt, ...) CTBC_PRINTF(4, 5);
+
+#define CTBC_LOG(level, ...)                                                                                  \
+    do {                                                                                                      \
+        if (ctbc_log_enabled(level))                                                                          \
+            ctbc_log_write(level, __FILE__, __LINE__, __VA_ARGS__);                                           \
+    } while (0)
+
+#endif /* CONVTBC_API_LOG_H */
