@@ -46,8 +46,6 @@ SAMPLE_EXPECTED = {"gradInput": [2.0] * 10, "gradWeight": [5.0] * 4, "gradBias":
 SAMPLE_DIR = REPO_ROOT / "examples" / "cann_sample"
 PYTHON_FILES = re.compile(r"(\.py|\.pyc|py\.typed)$|__pycache__")
 
-pytestmark = pytest.mark.slow
-
 
 # ------------------------------------------------------------------ helpers
 
@@ -238,6 +236,7 @@ def test_set_env_sh(tree, tmp_path, shell):
     assert lines[-1] == "0", "set_env.sh leaves no variables of its own behind"
 
 
+@pytest.mark.slow
 def test_pkg_config(tree, tmp_path):
     if not shutil.which("pkg-config"):
         pytest.skip("pkg-config is not installed")
@@ -250,6 +249,7 @@ def test_pkg_config(tree, tmp_path):
     assert lines[-1] == _run([sys.executable, "-c", "import importlib.metadata as m; print(m.version('convtbc'))"]).strip()
 
 
+@pytest.mark.slow
 def test_find_package_consumer(tree, tmp_path):
     cmake = _tool("cmake")
     build = tmp_path / "build"
@@ -260,14 +260,17 @@ def test_find_package_consumer(tree, tmp_path):
     assert out.splitlines()[:3] == ["convtbc_objects 1", "init 0", "init_again 100002"]
 
 
+@pytest.mark.slow
 def test_cann_sample_against_the_python_package_tree(tree, tmp_path):
     _check_sample_output(_build_sample(tree, tmp_path))
 
 
+@pytest.mark.slow
 def test_meson_prefix_install_gives_the_same_tree(tree, prefix_tree):
     assert _tree_listing(prefix_tree) == _tree_listing(tree)
     assert not [p for p in prefix_tree.rglob("*") if p.is_symlink()]
 
 
+@pytest.mark.slow
 def test_cann_sample_against_the_meson_prefix_tree(prefix_tree, tmp_path):
     _check_sample_output(_build_sample(prefix_tree, tmp_path))
