@@ -36,6 +36,29 @@ ELEM_SIZE = {
 }
 
 
+# libconvtbc may check that tensor data and workspaces are device memory
+# (aclrtMalloc blocks); host buffers are then declared through its extension
+# call, as the numpy bindings do. Older builds have no such check.
+_DECLARE = getattr(lib, "convtbcDeclareHostMemory", None) if hasattr(lib, "convtbcDeclareHostMemory") else None
+_FORGET = getattr(lib, "convtbcForgetHostMemory", None) if hasattr(lib, "convtbcForgetHostMemory") else None
+_KEEP_WORKSPACES = []
+
+
+def declare_host(address, nbytes):
+    """Declare [address, address+nbytes) as usable by the op (no-op on builds
+    without memory checking). Returns True if something must be forgotten."""
+    if _DECLARE is None or nbytes == 0:
+        return False
+    st = _DECLARE(ffi.cast("void *", address), nbytes)
+    assert st == 0, f"convtbcDeclareHostMemory failed: {st}"
+    return True
+
+
+def forget_host(address):
+    if _FORGET is not None:
+        _FORGET(ffi.cast("void *", address))
+
+
 def const(name):
     return getattr(lib, name)
 
@@ -79,8 +102,11 @@ class Tensor:
         self._dims = ffi.new("int64_t[]", list(self.shape) or [0])
         self._strides = ffi.new("int64_t[]", list(self.strides) or [0])
         self._sdims = ffi.new("int64_t[]", list(self.storage_dims) or [0])
+        self._declared = None
         if storage is not None and data and storage.size:
             self._data = ffi.cast("void *", storage.ctypes.data)
+            if declare_host(storage.ctypes.data, storage.nbytes):
+                self._declared = storage.ctypes.data
         elif storage is not None and data:
             self._keep = ffi.new("char[64]")
             self._data = ffi.cast("void *", self._keep)
@@ -104,6 +130,9 @@ class Tensor:
         if self.ptr is not None and self.ptr != ffi.NULL:
             lib.aclDestroyTensor(self.ptr)
         self.ptr = None
+        if getattr(self, "_declared", None) is not None:
+            forget_host(self._declared)
+            self._declared = None
 
     def __del__(self):
         try:
@@ -143,7 +172,8 @@ def ptr(t):
 class Phase1:
     """Result of aclnnConvTbcBackwardGetWorkspaceSize."""
 
-    def __init__(self, status, ws_size, executor, message):
+    def __init__(self, status, ws_size, executor, message, keep=()):
+        self.keep = keep  # the tensors (and their storage) outlive the executor's use
         self.status = status
         self.ws_size = ws_size
         self.executor = executor
@@ -160,7 +190,8 @@ def phase1(self_t, input_t, weight_t, bias_t, pad, cube=0, gi=None, gw=None, gb=
         ptr(gi), ptr(gw), ptr(gb), ws, ex)
     msg = recent_msg() if st != 0 else ""
     return Phase1(st, None if ws_size_null else int(ws[0]),
-                  None if executor_null else ex[0], msg)
+                  None if executor_null else ex[0], msg,
+                  keep=(self_t, input_t, weight_t, bias_t, gi, gw, gb))
 
 
 def workspace_for(size):
@@ -168,6 +199,8 @@ def workspace_for(size):
     if size == 0:
         return ffi.NULL, None
     buf = aligned_zeros(size)
+    if declare_host(buf.ctypes.data, buf.nbytes):
+        _KEEP_WORKSPACES.append(buf)  # declared for the life of the process
     return ffi.cast("void *", buf.ctypes.data), buf
 
 

@@ -5,12 +5,13 @@ executors, aclSetInputTensorAddr / aclSetOutputTensorAddr.
 import numpy as np
 import pytest
 
-from rawapi import (Tensor, ffi, lib, phase1, phase2, recent_msg,
+from rawapi import (Tensor, declare_host, ffi, lib, phase1, phase2, recent_msg,
                     tensor_from_array, workspace_for)
 from reference import assert_close, conv_tbc_backward_ref
 
 OK, NULLPTR, INVALID, INNER_NULLPTR = 0, 161001, 161002, 561103
 SENT = np.float32(-31.0)
+KEEP = []  # host buffers declared to the library for the life of the process
 
 
 class Op:
@@ -151,6 +152,8 @@ def test_set_input_tensor_addr(index, which, rng):
     op.check()
     t = {"self": op.t_go, "input": op.t_x, "weight": op.t_w, "bias": op.t_b}[which]
     new = rng.uniform(-2, 2, size=t.storage.size).astype(np.float32)
+    KEEP.append(new)
+    declare_host(new.ctypes.data, new.nbytes)
     old_copy = t.storage.copy()
     assert lib.aclSetInputTensorAddr(p1.executor, index, t.ptr, ffi.cast("void *", new.ctypes.data)) == OK
     op.reset()
@@ -169,6 +172,8 @@ def test_set_output_tensor_addr(index, rng):
     assert lib.aclSetAclOpExecutorRepeatable(p1.executor) == OK
     t = op.outs[index]
     new = np.full(t.storage.size, SENT, np.float32)
+    KEEP.append(new)
+    declare_host(new.ctypes.data, new.nbytes)
     assert lib.aclSetOutputTensorAddr(p1.executor, index, t.ptr, ffi.cast("void *", new.ctypes.data)) == OK
     assert phase2(p1) == OK
     assert np.all(t.storage == SENT), "the old output address was written"
@@ -182,6 +187,8 @@ def test_set_tensor_addr_errors(rng):
     p1 = op.phase1()
     assert lib.aclSetAclOpExecutorRepeatable(p1.executor) == OK
     buf = np.zeros(256, np.float32)
+    KEEP.append(buf)
+    declare_host(buf.ctypes.data, buf.nbytes)
     addr = ffi.cast("void *", buf.ctypes.data)
     assert lib.aclSetInputTensorAddr(ffi.NULL, 0, op.t_go.ptr, addr) == INNER_NULLPTR
     assert lib.aclSetOutputTensorAddr(ffi.NULL, 0, op.outs[0].ptr, addr) == INNER_NULLPTR

@@ -88,11 +88,18 @@ def test_init_state_machine_and_runtime():
     for kind in (5, 7, 100, 0xFFFFFFFF):
         eq(lib.aclrtMemcpy(b_ptr, 256, dev_mem, 256, kind), 100000, f"kind {kind}")
     assert np.all(back == -1), "a refused memcpy wrote"
-    # every valid kind copies
-    for kind in range(5):
-        back[:] = -1
-        eq(lib.aclrtMemcpy(b_ptr, 256, dev_mem, 128, kind), 0, f"memcpy kind {kind}")
-        assert np.array_equal(back[:32], src[:32]) and np.all(back[32:] == -1), kind
+    # every valid kind copies, each with its own direction
+    p2 = ffi.new("void **")
+    eq(lib.aclrtMalloc(p2, 256, lib.ACL_MEM_MALLOC_HUGE_FIRST), 0, "aclrtMalloc 2")
+    dev2 = p2[0]
+    host2 = np.zeros(64, np.float32); h2 = ffi.cast("void *", host2.ctypes.data)
+    eq(lib.aclrtMemcpy(h2, 256, s_ptr, 128, lib.ACL_MEMCPY_HOST_TO_HOST), 0, "memcpy H2H")
+    assert np.array_equal(host2[:32], src[:32]) and np.all(host2[32:] == 0)
+    eq(lib.aclrtMemcpy(dev2, 256, dev_mem, 256, lib.ACL_MEMCPY_DEVICE_TO_DEVICE), 0, "memcpy D2D")
+    back[:] = -1
+    eq(lib.aclrtMemcpy(b_ptr, 256, dev2, 256, lib.ACL_MEMCPY_DEFAULT), 0, "memcpy DEFAULT (D2H)")
+    assert np.array_equal(back, src)
+    eq(lib.aclrtFree(dev2), 0, "aclrtFree 2")
     # memset
     eq(lib.aclrtMemset(dev_mem, 256, 0, 256), 0, "aclrtMemset")
     eq(lib.aclrtMemcpy(b_ptr, 256, dev_mem, 256, lib.ACL_MEMCPY_DEVICE_TO_HOST), 0, "memcpy D2H")

@@ -81,7 +81,8 @@ static aclnnStatus phase1(Set *s, int replace_idx, aclTensor *repl, int64_t pad,
     if (st == 0) {
         /* run it so the executor is not leaked */
         void *wsp = ws ? aligned_alloc(64, (size_t)((ws + 63) / 64 * 64)) : NULL;
-        aclnnConvTbcBackward(wsp, ws, ex, NULL);
+        aclnnStatus st2 = aclnnConvTbcBackward(wsp, ws, ex, NULL);
+        EXPECT(st2 == 0, "phase 2 of a valid call: %d %s", st2, recent_msg());
         free(wsp);
     }
     return st;
