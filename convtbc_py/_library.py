@@ -49,7 +49,11 @@ def include_dir() -> Path:
 
 
 def library_path() -> Path:
-    """`$CONVTBC_LIBRARY` if set (development builds), else the bundled library."""
+    """`$CONVTBC_LIBRARY` if set (development builds), else the bundled library.
+
+    The bundled name is the ELF file itself (its soname): `lib64/libconvtbc.so`
+    is a GNU ld script for linkers, which dlopen cannot load.
+    """
     override = os.environ.get("CONVTBC_LIBRARY")
     if override:
         return Path(override)
@@ -147,7 +151,7 @@ def _load() -> Tuple[cffi.FFI, object, Dict[str, int]]:
     except OSError as exc:
         raise OSError(
             f"cannot load libconvtbc from {path} ({exc}); reinstall the package "
-            "or point CONVTBC_LIBRARY at a built libconvtbc.so"
+            "or point CONVTBC_LIBRARY at a built libconvtbc.so.0"
         ) from exc
     return ffi, lib, constants
 
