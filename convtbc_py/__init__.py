@@ -6,7 +6,20 @@
 """
 
 from ._library import ffi, lib
+from .emulation import memory_checking, set_soc, soc_name, soc_profile
 from .errors import AclError, AclnnError, ConvTbcError, check
 from .ops import conv_tbc_backward
 
-__all__ = ["AclError", "AclnnError", "ConvTbcError", "check", "conv_tbc_backward", "ffi", "lib"]
+__all__ = [
+    "AclError",
+    "AclnnError",
+    "ConvTbcError",
+    "check",
+    "conv_tbc_backward",
+    "ffi",
+    "lib",
+    "memory_checking",
+    "set_soc",
+    "soc_name",
+    "soc_profile",
+]

@@ -1,0 +1,49 @@
+"""Controls of what convtbc emulates, for tests of code that calls CANN.
+
+Both are context managers that restore the previous setting on exit:
+
+    with convtbc_py.soc_profile("Ascend910A"):
+        ...   # phase 1 applies the training series' dtype rules
+    with convtbc_py.memory_checking(False):
+        ...   # raw-API code may pass host memory as tensor data
+
+They wrap convtbc extensions (convtbc/convtbc_ext.h), not CANN symbols, and
+act on the whole process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+from ._library import ffi, lib
+from .errors import AclError, check
+
+
+def soc_name() -> str:
+    """The emulated SoC, as aclrtGetSocName reports it."""
+    return ffi.string(lib.aclrtGetSocName()).decode()
+
+
+def set_soc(name: str) -> None:
+    """Selects the emulated SoC (e.g. "Ascend910B1", "Ascend910A", "Ascend950")."""
+    check(lib.convtbcSetSocVersion(name.encode()), AclError)
+
+
+@contextlib.contextmanager
+def soc_profile(name: str) -> Iterator[str]:
+    previous = soc_name()
+    set_soc(name)
+    try:
+        yield name
+    finally:
+        set_soc(previous)
+
+
+@contextlib.contextmanager
+def memory_checking(enabled: bool) -> Iterator[bool]:
+    previous = lib.convtbcSetMemoryChecking(int(enabled))
+    try:
+        yield enabled
+    finally:
+        lib.convtbcSetMemoryChecking(previous)
