@@ -14,7 +14,7 @@
 #define CTBC_BUDGET_FLOATS (256 * 1024)
 #endif
 #define WINDOW_FLOATS CTBC_BUDGET_FLOATS
-#define CBUF_FLOATS CTBC_BUDGET_FLOATS
+#define CBUF_FLOATS (2 * CTBC_BUDGET_FLOATS)
 #define WEIGHT_FLOATS CTBC_BUDGET_FLOATS
 
 /* Cache blocking in micro-tiles: mc = 24 mr rows of A (a 144 x 256 float
@@ -67,6 +67,8 @@ void ctbc_blocking_choose(const ctbc_problem *p, ctbc_isa isa, ctbc_blocking *bl
     int64_t kg = taps_within(p->k, KC, p->b, WINDOW_FLOATS / window_width);
     kg = ctbc_min(kg, ctbc_max(1, CBUF_FLOATS / ((int64_t)bl->gw_bm * bl->gw_bn)));
     bl->gw_kg = (int32_t)kg;
+    const int64_t gw_blocks = ctbc_max(1, CBUF_FLOATS / (kg * bl->gw_bm * bl->gw_bn));
+    bl->gw_chunk = (int32_t)ctbc_min(ctbc_round_up(gw_m, bl->gw_bm), gw_blocks * bl->gw_bm);
 
     /* grad_input: rows (t, b), columns c_in, reduction (k, o) */
     bl->gi_bm = (int32_t)ctbc_min(ctbc_round_up(ctbc_max(p->t * p->b, 1), mr), MC_TILES * mr);
@@ -76,6 +78,12 @@ void ctbc_blocking_choose(const ctbc_problem *p, ctbc_isa isa, ctbc_blocking *bl
     kg = ctbc_min(kg, taps_within(p->k, bl->gi_bm, p->b, WINDOW_FLOATS / bl->gi_ko));
     kg = ctbc_clamp(kg, 1, ctbc_max(1, WEIGHT_FLOATS / ((int64_t)bl->gi_bn * bl->gi_ko)));
     bl->gi_kg = (int32_t)kg;
+
+    /* rows per tile: as many windows as the accumulator budget allows, so
+     * that one weight panel serves them all */
+    const int64_t gi_rows = ctbc_round_up(ctbc_max(p->t * p->b, 1), bl->gi_bm);
+    const int64_t windows = ctbc_max(1, CBUF_FLOATS / ((int64_t)bl->gi_bm * bl->gi_bn));
+    bl->gi_chunk = (int32_t)ctbc_min(gi_rows, windows * bl->gi_bm);
 
     bl->gb_chunk = GB_CHUNK;
 
@@ -93,11 +101,11 @@ void ctbc_ws_layout_of(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_l
     const int64_t b = p->b;
     /* grad_weight */
     const int64_t gw_window = (int64_t)bl->gw_kc + (bl->gw_kg - 1) * b;
-    const int64_t gw_c = (int64_t)bl->gw_kg * bl->gw_bm * bl->gw_bn;
+    const int64_t gw_c = (int64_t)bl->gw_kg * bl->gw_chunk * bl->gw_bn;
     const int64_t gw_a = (bl->gw_o_on_m ? bl->gw_kc : gw_window) * (int64_t)bl->gw_bm;
     const int64_t gw_b = (bl->gw_o_on_m ? gw_window : bl->gw_kc) * (int64_t)bl->gw_bn;
     /* grad_input */
-    const int64_t gi_c = (int64_t)bl->gi_bm * bl->gi_bn;
+    const int64_t gi_c = (int64_t)bl->gi_chunk * bl->gi_bn;
     const int64_t gi_a = ((int64_t)bl->gi_bm + (bl->gi_kg - 1) * b) * bl->gi_ko;
     const int64_t gi_b = (int64_t)bl->gi_bn * bl->gi_kg * bl->gi_ko;
 

@@ -20,11 +20,15 @@ typedef struct {
     /* grad_weight = per tap k, a [c_in x c_out] GEMM reducing over (t, b) */
     int32_t gw_o_on_m;  /* 1: c_out on the micro-tile's mr side (small c_out) */
     int32_t gw_bm;      /* block along the mr side (multiple of mr) */
+    int32_t gw_chunk;   /* mr-side extent of a tile (multiple of gw_bm): the
+                           nr-side block is packed once for all of it */
     int32_t gw_bn;      /* block along the nr side (multiple of nr) */
     int32_t gw_kc;      /* (t, b) rows reduced per packed block */
     int32_t gw_kg;      /* taps sharing one packed input window */
     /* grad_input = [(t, b) x c_in] reducing over (k, o) */
-    int32_t gi_bm;      /* (t, b) rows per block (multiple of mr) */
+    int32_t gi_bm;      /* (t, b) rows per packed window (multiple of mr) */
+    int32_t gi_chunk;   /* (t, b) rows per tile (multiple of gi_bm): the
+                           weight panel is packed once per tile */
     int32_t gi_bn;      /* c_in per block (multiple of nr) */
     int32_t gi_ko;      /* c_out per reduction block */
     int32_t gi_kg;      /* taps per reduction block */

@@ -27,7 +27,7 @@ static gi_shape shape_of(const ctbc_run *run)
     const ctbc_problem *p = run->problem;
     gi_shape s;
     s.m_size = p->t * p->b;
-    s.tiles_m = ctbc_ceil_div(s.m_size, run->blocking.gi_bm);
+    s.tiles_m = ctbc_ceil_div(s.m_size, run->blocking.gi_chunk);
     s.tiles_n = ctbc_ceil_div(p->c_in, run->blocking.gi_bn);
     return s;
 }
@@ -53,78 +53,101 @@ static void edge_rows(const ctbc_kernel *kern, const ctbc_ukr_args *args, const 
                 c[i * ldc + j] += tile[i * nr + j];
 }
 
+/* What one (tap group, c_out block) step of a tile works on. */
+typedef struct {
+    int64_t k0, k1, o0, no;
+    const float *weight_panel; /* [strip][k - k0][o][nr] */
+} reduction_block;
+
+/* Rows [m0, m0 + mb) of the tile (one window) against one reduction block;
+ * cbuf points at row m0 of the tile's accumulator. */
+static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t m0, int64_t mb,
+                        int64_t strips_n, float *cbuf, int64_t ldc, float *window_buf)
+{
+    const ctbc_problem *p = run->problem;
+    const ctbc_kernel *kern = run->kernel;
+    const int64_t mr = kern->mr, nr = kern->nr;
+    const int64_t b_size = p->b, pad = p->pad, t_out = p->t_out;
+    const int64_t k0 = rb->k0, k1 = rb->k1, nk = k1 - k0, no = rb->no;
+    const int64_t mbp = ctbc_round_up(mb, mr);
+
+    /* window row w is grad_output row g_first + w; tile row m and tap k
+     * read window row (m - m0) + (k1 - 1 - k)*b_size */
+    const int64_t window = mbp + (nk - 1) * b_size;
+    const int64_t g_first = m0 + (pad - (k1 - 1)) * b_size;
+    const int64_t ld = no;
+    ctbc_pack_rows(window_buf, ld, window, &run->grad_output, b_size, g_first, 0, t_out * b_size,
+                   rb->o0, no);
+    const int64_t b_strip = nk * no * nr;
+
+    /* jr/ir order as in BLIS: one nr-wide weight micro-panel stays in L1
+     * while the (smaller) mr-row slices of the window stream from L2 */
+    for (int64_t js = 0; js < strips_n; js++) {
+        const float *b_js = rb->weight_panel + js * b_strip;
+        for (int64_t is = 0; is < mbp / mr; is++) {
+            const int64_t row0 = m0 + is * mr;
+            const int64_t valid = ctbc_min(mr, m0 + mb - row0);
+            const int64_t t_lo = row0 / b_size, t_hi = (row0 + valid - 1) / b_size;
+            /* taps valid for every row, and for at least one row */
+            const int64_t kf_lo = ctbc_max(k0, t_hi + pad - t_out + 1);
+            const int64_t kf_hi = ctbc_min(k1, t_lo + pad + 1);
+            const int64_t ka_lo = ctbc_max(k0, t_lo + pad - t_out + 1);
+            const int64_t ka_hi = ctbc_min(k1, t_hi + pad + 1);
+            const float *a_row0 = window_buf + (is * mr) * ld;
+            float *c_tile = cbuf + is * mr * ldc + js * nr;
+            if (kf_lo < kf_hi) {
+                const ctbc_ukr_args args = {kf_hi - kf_lo, no, ld, 1, -b_size * ld, nr, no * nr};
+                kern->ukr(&args, a_row0 + (k1 - 1 - kf_lo) * b_size * ld,
+                          b_js + (kf_lo - k0) * no * nr, c_tile, ldc);
+            }
+            for (int64_t k = ka_lo; k < ka_hi; k++) {
+                if (k >= kf_lo && k < kf_hi)
+                    continue;
+                unsigned char row_ok[CTBC_MR_MAX] = {0};
+                for (int64_t i = 0; i < valid; i++) {
+                    const int64_t tg = (row0 + i) / b_size + pad - k;
+                    row_ok[i] = tg >= 0 && tg < t_out;
+                }
+                const ctbc_ukr_args args = {1, no, ld, 1, 0, nr, 0};
+                edge_rows(kern, &args, a_row0 + (k1 - 1 - k) * b_size * ld,
+                          b_js + (k - k0) * no * nr, c_tile, ldc, row_ok);
+            }
+        }
+    }
+}
+
 void ctbc_grad_input_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)
 {
     const ctbc_problem *p = run->problem;
     const ctbc_blocking *bl = &run->blocking;
-    const ctbc_kernel *kern = run->kernel;
-    const int64_t mr = kern->mr, nr = kern->nr;
+    const int64_t mr = run->kernel->mr, nr = run->kernel->nr;
     const gi_shape s = shape_of(run);
     const int64_t b_size = p->b, pad = p->pad, t_out = p->t_out;
 
     const int64_t mi = tile % s.tiles_m, ni = tile / s.tiles_m;
-    const int64_t m0 = mi * bl->gi_bm, mb = ctbc_min(bl->gi_bm, s.m_size - m0);
+    const int64_t m0 = mi * bl->gi_chunk, mb = ctbc_min(bl->gi_chunk, s.m_size - m0);
     const int64_t c0 = ni * bl->gi_bn, nb = ctbc_min(bl->gi_bn, p->c_in - c0);
-    const int64_t mbp = ctbc_round_up(mb, mr), nbp = ctbc_round_up(nb, nr);
-    const int64_t strips_m = mbp / mr, strips_n = nbp / nr;
+    const int64_t nbp = ctbc_round_up(nb, nr), strips_n = nbp / nr;
+    const int64_t mbp = ctbc_round_up(mb, mr);
 
     float *cbuf = scratch->cbuf;
     memset(cbuf, 0, (size_t)(mbp * nbp) * sizeof(float));
 
-    /* taps that touch any row of the block: 0 <= t + pad - k < t_out */
+    /* taps that touch any row of the tile: 0 <= t + pad - k < t_out */
     const int64_t t_first = m0 / b_size, t_last = (m0 + mb - 1) / b_size;
     const int64_t k_any_lo = ctbc_max(0, t_first + pad - t_out + 1);
     const int64_t k_any_hi = ctbc_min(p->k, t_last + pad + 1);
-    const int64_t g_rows = t_out * b_size;
 
     for (int64_t k0 = k_any_lo; k0 < k_any_hi; k0 += bl->gi_kg) {
-        const int64_t k1 = ctbc_min(k_any_hi, k0 + bl->gi_kg), nk = k1 - k0;
+        const int64_t k1 = ctbc_min(k_any_hi, k0 + bl->gi_kg);
         for (int64_t o0 = 0; o0 < p->c_out; o0 += bl->gi_ko) {
             const int64_t no = ctbc_min(bl->gi_ko, p->c_out - o0);
-            /* window row w is grad_output row g_first + w; tile row m and
-             * tap k read window row (m - m0) + (k1 - 1 - k)*b_size */
-            const int64_t window = mbp + (nk - 1) * b_size;
-            const int64_t g_first = m0 + (pad - (k1 - 1)) * b_size;
-            const int64_t ld = no;
-            ctbc_pack_rows(scratch->abuf, ld, window, &run->grad_output, b_size, g_first, 0,
-                           g_rows, o0, no);
-            ctbc_pack_weight(scratch->bbuf, (int)nr, &run->weight, k0, nk, o0, no, c0, nb);
-            const int64_t b_strip = nk * no * nr;
-
-            for (int64_t is = 0; is < strips_m; is++) {
-                const int64_t row0 = m0 + is * mr;
-                const int64_t valid = ctbc_min(mr, m0 + mb - row0);
-                const int64_t t_lo = row0 / b_size, t_hi = (row0 + valid - 1) / b_size;
-                /* taps valid for every row, and for at least one row */
-                const int64_t kf_lo = ctbc_max(k0, t_hi + pad - t_out + 1);
-                const int64_t kf_hi = ctbc_min(k1, t_lo + pad + 1);
-                const int64_t ka_lo = ctbc_max(k0, t_lo + pad - t_out + 1);
-                const int64_t ka_hi = ctbc_min(k1, t_hi + pad + 1);
-                const float *a_row0 = scratch->abuf + (is * mr) * ld;
-                float *c_row0 = cbuf + is * mr * nbp;
-
-                for (int64_t js = 0; js < strips_n; js++) {
-                    const float *b_js = scratch->bbuf + js * b_strip;
-                    float *c_tile = c_row0 + js * nr;
-                    if (kf_lo < kf_hi) {
-                        const ctbc_ukr_args args = {kf_hi - kf_lo, no, ld, 1, -b_size * ld,
-                                                    nr, no * nr};
-                        kern->ukr(&args, a_row0 + (k1 - 1 - kf_lo) * b_size * ld,
-                                  b_js + (kf_lo - k0) * no * nr, c_tile, nbp);
-                    }
-                    for (int64_t k = ka_lo; k < ka_hi; k++) {
-                        if (k >= kf_lo && k < kf_hi)
-                            continue;
-                        unsigned char row_ok[CTBC_MR_MAX] = {0};
-                        for (int64_t i = 0; i < valid; i++) {
-                            const int64_t tg = (row0 + i) / b_size + pad - k;
-                            row_ok[i] = tg >= 0 && tg < t_out;
-                        }
-                        const ctbc_ukr_args args = {1, no, ld, 1, 0, nr, 0};
-                        edge_rows(kern, &args, a_row0 + (k1 - 1 - k) * b_size * ld,
-                                  b_js + (k - k0) * no * nr, c_tile, nbp, row_ok);
-                    }
-                }
+            ctbc_pack_weight(scratch->bbuf, (int)nr, &run->weight, k0, k1 - k0, o0, no, c0, nb);
+            const reduction_block rb = {k0, k1, o0, no, scratch->bbuf};
+            for (int64_t w0 = 0; w0 < mb; w0 += bl->gi_bm) {
+                const int64_t wb = ctbc_min(bl->gi_bm, mb - w0);
+                window_step(run, &rb, m0 + w0, wb, strips_n, cbuf + w0 * nbp, nbp,
+                            scratch->abuf);
             }
         }
     }

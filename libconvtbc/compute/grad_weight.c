@@ -30,7 +30,7 @@ static gw_shape shape_of(const ctbc_run *run)
     gw_shape s;
     s.m_size = bl->gw_o_on_m ? p->c_out : p->c_in;
     s.n_size = bl->gw_o_on_m ? p->c_in : p->c_out;
-    s.tiles_m = ctbc_ceil_div(s.m_size, bl->gw_bm);
+    s.tiles_m = ctbc_ceil_div(s.m_size, bl->gw_chunk);
     s.tiles_n = ctbc_ceil_div(s.n_size, bl->gw_bn);
     return s;
 }
@@ -61,11 +61,11 @@ void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch
 
     const int64_t mi = tile % s.tiles_m, ni = (tile / s.tiles_m) % s.tiles_n;
     const int64_t gi = tile / (s.tiles_m * s.tiles_n);
-    const int64_t m0 = mi * bl->gw_bm, mb = ctbc_min(bl->gw_bm, s.m_size - m0);
+    const int64_t m0 = mi * bl->gw_chunk, mb = ctbc_min(bl->gw_chunk, s.m_size - m0);
     const int64_t n0 = ni * bl->gw_bn, nb = ctbc_min(bl->gw_bn, s.n_size - n0);
     const int64_t k0 = gi * bl->gw_kg, k1 = ctbc_min(p->k, k0 + bl->gw_kg);
     const int64_t mbp = ctbc_round_up(mb, mr), nbp = ctbc_round_up(nb, nr);
-    const int64_t strips_m = mbp / mr, strips_n = nbp / nr;
+    const int64_t strips_n = nbp / nr;
     const int64_t b_size = p->b, kc = bl->gw_kc;
 
     float *cbuf = scratch->cbuf;
@@ -75,43 +75,52 @@ void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch
     int64_t u_lo, u_hi, unused;
     tap_rows(p, k1 - 1, &u_lo, &unused);
     tap_rows(p, k0, &unused, &u_hi);
-
-    const int64_t c0 = o_on_m ? n0 : m0, nc = o_on_m ? nb : mb;
-    const int64_t o0 = o_on_m ? m0 : n0, no = o_on_m ? mb : nb;
-    float *g_buf = o_on_m ? scratch->abuf : scratch->bbuf;
-    float *x_buf = o_on_m ? scratch->bbuf : scratch->abuf;
-    const int g_width = (int)(o_on_m ? mr : nr), x_width = (int)(o_on_m ? nr : mr);
     const int64_t input_rows = p->t * b_size;
 
     for (int64_t r0 = u_lo; r0 < u_hi; r0 += kc) {
         const int64_t r1 = ctbc_min(u_hi, r0 + kc), rows = r1 - r0;
-        /* grad_output rows [r0, r1) */
-        ctbc_pack_strips(g_buf, rows, g_width, &run->grad_output, b_size, r0, r0, r1, o0, no);
         /* input window: row w is input row x_first + w, paired with
          * reduction row r0 + w - (k - k0)*b_size for tap k */
         const int64_t window = rows + (k1 - k0 - 1) * b_size;
         const int64_t x_first = r0 + (k0 - p->pad) * b_size;
-        ctbc_pack_strips(x_buf, window, x_width, &run->input, b_size, x_first, 0, input_rows,
-                         c0, nc);
+        const int64_t a_rows = o_on_m ? rows : window, b_rows = o_on_m ? window : rows;
 
-        for (int64_t k = k0; k < k1; k++) {
-            int64_t lo, hi;
-            tap_rows(p, k, &lo, &hi);
-            lo = ctbc_max(lo, r0);
-            hi = ctbc_min(hi, r1);
-            if (lo >= hi)
-                continue;
-            const int64_t g_row = lo - r0, x_row = lo - r0 + (k - k0) * b_size;
-            const float *a_base = o_on_m ? g_buf + g_row * mr : x_buf + x_row * mr;
-            const float *b_base = o_on_m ? x_buf + x_row * nr : g_buf + g_row * nr;
-            const int64_t a_strip = (o_on_m ? rows : window) * mr;
-            const int64_t b_strip = (o_on_m ? window : rows) * nr;
-            const ctbc_ukr_args args = {1, hi - lo, 1, mr, 0, nr, 0};
-            float *ck = cbuf + (k - k0) * mbp * nbp;
-            for (int64_t js = 0; js < strips_n; js++)
-                for (int64_t is = 0; is < strips_m; is++)
-                    kern->ukr(&args, a_base + is * a_strip, b_base + js * b_strip,
-                              ck + is * mr * nbp + js * nr, nbp);
+        /* the nr side once per row block ... */
+        if (o_on_m)
+            ctbc_pack_strips(scratch->bbuf, window, (int)nr, &run->input, b_size, x_first, 0,
+                             input_rows, n0, nb);
+        else
+            ctbc_pack_strips(scratch->bbuf, rows, (int)nr, &run->grad_output, b_size, r0, r0, r1,
+                             n0, nb);
+
+        /* ... and the mr side per block of the tile */
+        for (int64_t w0 = 0; w0 < mb; w0 += bl->gw_bm) {
+            const int64_t wb = ctbc_min(bl->gw_bm, mb - w0), strips_m = ctbc_ceil_div(wb, mr);
+            if (o_on_m)
+                ctbc_pack_strips(scratch->abuf, rows, (int)mr, &run->grad_output, b_size, r0, r0,
+                                 r1, m0 + w0, wb);
+            else
+                ctbc_pack_strips(scratch->abuf, window, (int)mr, &run->input, b_size, x_first, 0,
+                                 input_rows, m0 + w0, wb);
+
+            for (int64_t k = k0; k < k1; k++) {
+                int64_t lo, hi;
+                tap_rows(p, k, &lo, &hi);
+                lo = ctbc_max(lo, r0);
+                hi = ctbc_min(hi, r1);
+                if (lo >= hi)
+                    continue;
+                const int64_t g_row = lo - r0, x_row = lo - r0 + (k - k0) * b_size;
+                const float *a_base = scratch->abuf + (o_on_m ? g_row : x_row) * mr;
+                const float *b_base = scratch->bbuf + (o_on_m ? x_row : g_row) * nr;
+                const ctbc_ukr_args args = {1, hi - lo, 1, mr, 0, nr, 0};
+                float *ck = cbuf + ((k - k0) * mbp + w0) * nbp;
+                /* jr/ir order: the nr-wide micro-panel stays in L1 */
+                for (int64_t js = 0; js < strips_n; js++)
+                    for (int64_t is = 0; is < strips_m; is++)
+                        kern->ukr(&args, a_base + is * a_rows * mr, b_base + js * b_rows * nr,
+                                  ck + is * mr * nbp + js * nr, nbp);
+            }
         }
     }
 

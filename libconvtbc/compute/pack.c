@@ -18,44 +18,88 @@ ctbc_operand ctbc_operand_make(const void *data, const ctbc_layout *layout, ctbc
     return op;
 }
 
+/*
+ * Element loaders specialised at compile time: each packing loop body is
+ * an always-inline function instantiated once per source kind (and for a
+ * unit column stride), so the dtype/rounding switch runs once per call and
+ * the inner loops are straight-line (vectorisable for float32).
+ */
+enum { KIND_F32, KIND_F32_HF32, KIND_F32_FP16, KIND_F16, KIND_BF16 };
+
+static int kind_of(const ctbc_operand *op)
+{
+    switch (op->dtype) {
+    case CTBC_F16:
+        return KIND_F16;
+    case CTBC_BF16:
+        return KIND_BF16;
+    default:
+        return op->rounding == CTBC_ROUND_HF32   ? KIND_F32_HF32
+               : op->rounding == CTBC_ROUND_FP16 ? KIND_F32_FP16
+                                                 : KIND_F32;
+    }
+}
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+ALWAYS_INLINE float load_kind(const void *data, int64_t i, const int kind)
+{
+    switch (kind) {
+    case KIND_F32:
+        return ((const float *)data)[i];
+    case KIND_F32_HF32:
+        return ctbc_round_hf32(((const float *)data)[i]);
+    case KIND_F32_FP16:
+        return ctbc_round_fp16(((const float *)data)[i]);
+    case KIND_F16:
+        return ctbc_f16_to_f32(((const uint16_t *)data)[i]);
+    default:
+        return ctbc_bf16_to_f32(((const uint16_t *)data)[i]);
+    }
+}
+
+/* Instantiates `body(args..., kind, unit)` for every kind and for a unit or
+ * general stride. */
+#define DISPATCH_KIND(kind, unit, call)                                                   \
+    do {                                                                                  \
+        switch (kind) {                                                                   \
+        case KIND_F32:                                                                    \
+            if (unit) call(KIND_F32, 1); else call(KIND_F32, 0);                          \
+            break;                                                                        \
+        case KIND_F32_HF32:                                                               \
+            call(KIND_F32_HF32, 0);                                                       \
+            break;                                                                        \
+        case KIND_F32_FP16:                                                               \
+            call(KIND_F32_FP16, 0);                                                       \
+            break;                                                                        \
+        case KIND_F16:                                                                    \
+            if (unit) call(KIND_F16, 1); else call(KIND_F16, 0);                          \
+            break;                                                                        \
+        default:                                                                          \
+            if (unit) call(KIND_BF16, 1); else call(KIND_BF16, 0);                        \
+            break;                                                                        \
+        }                                                                                 \
+    } while (0)
+
+ALWAYS_INLINE void convert_body(float *dst, const void *data, int64_t offset, int64_t stride,
+                                int64_t n, const int kind, const int unit)
+{
+    if (unit)
+        stride = 1;
+    if (kind == KIND_F32 && unit) {
+        memcpy(dst, (const float *)data + offset, (size_t)n * sizeof(float));
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = load_kind(data, offset + i * stride, kind);
+}
+
 void ctbc_convert_run(float *dst, const ctbc_operand *op, int64_t offset, int64_t stride,
                       int64_t n)
 {
-    switch (op->dtype) {
-    case CTBC_F32: {
-        const float *s = (const float *)op->data + offset;
-        switch (op->rounding) {
-        case CTBC_ROUND_NONE:
-            if (stride == 1)
-                memcpy(dst, s, (size_t)n * sizeof(float));
-            else
-                for (int64_t i = 0; i < n; i++)
-                    dst[i] = s[i * stride];
-            break;
-        case CTBC_ROUND_HF32:
-            for (int64_t i = 0; i < n; i++)
-                dst[i] = ctbc_round_hf32(s[i * stride]);
-            break;
-        case CTBC_ROUND_FP16:
-            for (int64_t i = 0; i < n; i++)
-                dst[i] = ctbc_round_fp16(s[i * stride]);
-            break;
-        }
-        break;
-    }
-    case CTBC_F16: {
-        const uint16_t *s = (const uint16_t *)op->data + offset;
-        for (int64_t i = 0; i < n; i++)
-            dst[i] = ctbc_f16_to_f32(s[i * stride]);
-        break;
-    }
-    case CTBC_BF16: {
-        const uint16_t *s = (const uint16_t *)op->data + offset;
-        for (int64_t i = 0; i < n; i++)
-            dst[i] = ctbc_bf16_to_f32(s[i * stride]);
-        break;
-    }
-    }
+#define CALL(kind, unit) convert_body(dst, op->data, offset, stride, n, kind, unit)
+    DISPATCH_KIND(kind_of(op), stride == 1, CALL);
+#undef CALL
 }
 
 /* Offset of operand row g = t*b_size + b, walked incrementally to avoid a
@@ -80,6 +124,31 @@ static void row_walker_next(row_walker *w)
     }
 }
 
+ALWAYS_INLINE void pack_strips_body(float *dst, int64_t strip_rows, int64_t width,
+                                    const ctbc_operand *op, row_walker w, int64_t r_begin,
+                                    int64_t r_end, int64_t col0, int64_t ncols, const int kind,
+                                    const int unit)
+{
+    const int64_t s2 = unit ? 1 : op->s2;
+    const int64_t full = ncols / width, tail = ncols - full * width;
+    for (int64_t r = r_begin; r < r_end; r++, row_walker_next(&w)) {
+        const int64_t row_off = row_walker_offset(&w) + col0 * s2;
+        float *d = dst + r * width;
+        for (int64_t s = 0; s < full; s++, d += strip_rows * width) {
+            const int64_t off = row_off + s * width * s2;
+            for (int64_t j = 0; j < width; j++)
+                d[j] = load_kind(op->data, off + j * s2, kind);
+        }
+        if (tail) {
+            const int64_t off = row_off + full * width * s2;
+            for (int64_t j = 0; j < tail; j++)
+                d[j] = load_kind(op->data, off + j * s2, kind);
+            for (int64_t j = tail; j < width; j++)
+                d[j] = 0.0f;
+        }
+    }
+}
+
 void ctbc_pack_strips(float *dst, int64_t strip_rows, int width, const ctbc_operand *op,
                       int64_t b_size, int64_t row_first, int64_t row_lo, int64_t row_hi,
                       int64_t col0, int64_t ncols)
@@ -91,20 +160,11 @@ void ctbc_pack_strips(float *dst, int64_t strip_rows, int width, const ctbc_oper
         r_end = strip_rows;
     if (r_begin >= r_end)
         return;
-    const int64_t strips = (ncols + width - 1) / width;
-    row_walker w = row_walker_at(row_first + r_begin, b_size, op);
-    for (int64_t r = r_begin; r < r_end; r++, row_walker_next(&w)) {
-        const int64_t row_off = row_walker_offset(&w) + col0 * op->s2;
-        for (int64_t s = 0; s < strips; s++) {
-            float *d = dst + (s * strip_rows + r) * width;
-            int64_t valid = ncols - s * width;
-            if (valid > width)
-                valid = width;
-            ctbc_convert_run(d, op, row_off + s * width * op->s2, op->s2, valid);
-            for (int64_t j = valid; j < width; j++)
-                d[j] = 0.0f;
-        }
-    }
+    const row_walker w = row_walker_at(row_first + r_begin, b_size, op);
+#define CALL(kind, unit)                                                                  \
+    pack_strips_body(dst, strip_rows, width, op, w, r_begin, r_end, col0, ncols, kind, unit)
+    DISPATCH_KIND(kind_of(op), op->s2 == 1, CALL);
+#undef CALL
 }
 
 void ctbc_pack_rows(float *dst, int64_t ld, int64_t nrows, const ctbc_operand *op,
@@ -132,23 +192,62 @@ void ctbc_pack_rows(float *dst, int64_t ld, int64_t nrows, const ctbc_operand *o
         memset(dst + r * ld, 0, (size_t)ncols * sizeof(float));
 }
 
-void ctbc_pack_weight(float *dst, int nr, const ctbc_operand *weight, int64_t k0, int64_t nk,
-                      int64_t o0, int64_t no, int64_t c0, int64_t nc)
+/* Weight panel, read along c (unit c stride, or no unit stride at all). */
+ALWAYS_INLINE void pack_weight_by_c(float *dst, int64_t nr, const ctbc_operand *w, int64_t k0,
+                                    int64_t nk, int64_t o0, int64_t no, int64_t c0, int64_t nc,
+                                    const int kind, const int unit)
 {
+    const int64_t s1 = unit ? 1 : w->s1;
     const int64_t strips = (nc + nr - 1) / nr;
     for (int64_t s = 0; s < strips; s++) {
-        int64_t valid = nc - s * nr;
-        if (valid > nr)
-            valid = nr;
+        const int64_t valid = nc - s * nr < nr ? nc - s * nr : nr;
         for (int64_t kk = 0; kk < nk; kk++)
             for (int64_t o = 0; o < no; o++) {
                 float *d = dst + ((s * nk + kk) * no + o) * nr;
-                const int64_t off =
-                    (k0 + kk) * weight->s0 + (c0 + s * nr) * weight->s1 + (o0 + o) * weight->s2;
-                ctbc_convert_run(d, weight, off, weight->s1, valid);
+                const int64_t off = (k0 + kk) * w->s0 + (c0 + s * nr) * s1 + (o0 + o) * w->s2;
+                for (int64_t j = 0; j < valid; j++)
+                    d[j] = load_kind(w->data, off + j * s1, kind);
                 for (int64_t j = valid; j < nr; j++)
                     d[j] = 0.0f;
             }
+    }
+}
+
+/* Weight panel, read along o (the usual contiguous c_out) and transposed
+ * into the panel: contiguous reads, short-stride writes. */
+ALWAYS_INLINE void pack_weight_by_o(float *dst, int64_t nr, const ctbc_operand *w, int64_t k0,
+                                    int64_t nk, int64_t o0, int64_t no, int64_t c0, int64_t nc,
+                                    const int kind, const int unit)
+{
+    (void)unit;
+    const int64_t strips = (nc + nr - 1) / nr;
+    for (int64_t s = 0; s < strips; s++) {
+        const int64_t valid = nc - s * nr < nr ? nc - s * nr : nr;
+        for (int64_t kk = 0; kk < nk; kk++) {
+            float *d = dst + (s * nk + kk) * no * nr;
+            for (int64_t j = 0; j < valid; j++) {
+                const int64_t off = (k0 + kk) * w->s0 + (c0 + s * nr + j) * w->s1 + o0;
+                for (int64_t o = 0; o < no; o++)
+                    d[o * nr + j] = load_kind(w->data, off + o, kind);
+            }
+            for (int64_t j = valid; j < nr; j++)
+                for (int64_t o = 0; o < no; o++)
+                    d[o * nr + j] = 0.0f;
+        }
+    }
+}
+
+void ctbc_pack_weight(float *dst, int nr, const ctbc_operand *weight, int64_t k0, int64_t nk,
+                      int64_t o0, int64_t no, int64_t c0, int64_t nc)
+{
+    if (weight->s2 == 1 && weight->s1 != 1) {
+#define CALL(kind, unit) pack_weight_by_o(dst, nr, weight, k0, nk, o0, no, c0, nc, kind, unit)
+        DISPATCH_KIND(kind_of(weight), 1, CALL);
+#undef CALL
+    } else {
+#define CALL(kind, unit) pack_weight_by_c(dst, nr, weight, k0, nk, o0, no, c0, nc, kind, unit)
+        DISPATCH_KIND(kind_of(weight), weight->s1 == 1, CALL);
+#undef CALL
     }
 }
 
