@@ -62,6 +62,17 @@ def run_python(code, env_extra=None, timeout=120, check=True):
     return proc
 
 
+@pytest.fixture(scope="session")
+def convtbc_config(convtbc_cli):
+    """`convtbc config --prefix/--cflags/--libs`, each run once per session."""
+    out = {}
+    for flag in ("--prefix", "--cflags", "--libs"):
+        p = subprocess.run([convtbc_cli, "config", flag], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        out[flag] = p.stdout.strip()
+    return out
+
+
 @pytest.fixture
 def rng():
     import numpy as np

@@ -24,12 +24,6 @@ def env_for(src):
     return {} if src == "cann_style_example.cpp" else dict(HOST_MEMORY_ENV)
 
 
-def config(cli, flag):
-    p = subprocess.run([cli, "config", flag], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0, p.stderr
-    return p.stdout.split()
-
-
 def compiler_for(src):
     if src.endswith(".cpp"):
         return [shutil.which("g++") or "c++", "-std=c++11"]
@@ -37,9 +31,9 @@ def compiler_for(src):
 
 
 @pytest.fixture(scope="module")
-def built(convtbc_cli, tmp_path_factory):
+def built(convtbc_config, tmp_path_factory):
     out = tmp_path_factory.mktemp("cprogs")
-    cflags, libs = config(convtbc_cli, "--cflags"), config(convtbc_cli, "--libs")
+    cflags, libs = convtbc_config["--cflags"].split(), convtbc_config["--libs"].split()
     exes = {}
     for src in PROGRAMS:
         exe = out / src.rsplit(".", 1)[0]

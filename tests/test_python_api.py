@@ -197,27 +197,27 @@ def test_cli_demo(convtbc_cli):
     assert "PASS" in p.stdout
 
 
-def test_cli_config(convtbc_cli):
-    prefix = Path(cli(convtbc_cli, "config", "--prefix").stdout.strip())
+def test_cli_config(convtbc_config):
+    prefix = Path(convtbc_config["--prefix"])
     assert prefix.is_dir()
     for h in HEADERS:
         assert (prefix / "include" / h).is_file(), h
     assert (prefix / "lib64" / "libconvtbc.so").is_file()
-    cflags = cli(convtbc_cli, "config", "--cflags").stdout.split()
+    cflags = convtbc_config["--cflags"].split()
     assert f"-I{prefix / 'include'}" in cflags
-    libs = cli(convtbc_cli, "config", "--libs").stdout.split()
+    libs = convtbc_config["--libs"].split()
     assert "-lconvtbc" in libs and f"-L{prefix / 'lib64'}" in libs
 
 
-def test_installed_headers_match_repository(convtbc_cli):
-    prefix = Path(cli(convtbc_cli, "config", "--prefix").stdout.strip())
+def test_installed_headers_match_repository(convtbc_config):
+    prefix = Path(convtbc_config["--prefix"])
     for h in HEADERS:
         assert (prefix / "include" / h).read_bytes() == (REPO_ROOT / "include" / h).read_bytes(), h
 
 
 @pytest.mark.parametrize("lang", ["c11", "c++11"])
-def test_installed_headers_compile(lang, convtbc_cli, tmp_path):
-    cflags = cli(convtbc_cli, "config", "--cflags").stdout.split()
+def test_installed_headers_compile(lang, convtbc_config, tmp_path):
+    cflags = convtbc_config["--cflags"].split()
     src = tmp_path / ("h.c" if lang == "c11" else "h.cpp")
     src.write_text("#include \"acl/acl.h\"\n#include \"aclnnop/aclnn_convolution_backward.h\"\n"
                    "#include \"aclnn_base.h\"\n#include \"acl_meta.h\"\n"
