@@ -53,7 +53,10 @@ def run_python(code, env_extra=None, timeout=120, check=True):
     env["PYTHONPATH"] = str(TESTS_DIR) + os.pathsep + env.get("PYTHONPATH", "")
     if env_extra:
         env.update(env_extra)
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
+    # cwd is the tests directory: from the repository root, `python -c` would
+    # import the source tree's convtbc_py (no library in it), not the
+    # installed package.
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=TESTS_DIR,
                           capture_output=True, text=True, timeout=timeout)
     if check:
         assert proc.returncode == 0, (
