@@ -1,0 +1,379 @@
+"""Benchmark conv_tbc_backward against PyTorch's CPU kernel and numpy's sgemm.
+
+    convtbc bench [--max-flops 2e10] [--reps 5] [--out bench-results]
+
+For each problem size (CANN's system-test shapes shipped in
+data/st_shapes.tsv, plus a few square GEMM-like cases) it times, interleaved
+in one process: convtbc (numpy API), torch.ops.aten.conv_tbc_backward (when
+torch is installed) and a square numpy float32 matmul of the same FLOPs (the
+machine's practical peak). Medians of --reps runs; the spread is the
+min..max of our runs. It writes results.md, results.json and, with
+matplotlib, speedup.png to --out, and prints a summary with geometric means
+per dtype. `run()` does the same for scripts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
+
+import ml_dtypes
+import numpy as np
+
+from ._library import ffi, lib
+from .errors import check
+from .ops import conv_tbc_backward
+
+SHAPES_FILE = Path(__file__).resolve().parent / "data" / "st_shapes.tsv"
+
+# Square GEMM-like cases: long T, wide channels, short kernels.
+SQUARE_CASES = (
+    (257, 32, 1024, 3, 1024, 1, "float32"),
+    (129, 16, 512, 3, 512, 1, "float32"),
+    (129, 16, 512, 3, 512, 1, "bfloat16"),
+)
+
+DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+
+
+@dataclass
+class Shape:
+    t: int
+    b: int
+    c_in: int
+    k: int
+    c_out: int
+    pad: int
+    dtype: str
+    source: str = "st_shapes"
+
+    @property
+    def t_out(self) -> int:
+        return self.t + 2 * self.pad + 1 - self.k
+
+    @property
+    def flops(self) -> int:
+        # gradInput and gradWeight: two multiply-adds per (t_out, b, c_in, c_out, k)
+        return 4 * self.t_out * self.b * self.c_in * self.c_out * self.k
+
+    def label(self) -> str:
+        return f"T{self.t} B{self.b} Ci{self.c_in} K{self.k} Co{self.c_out} p{self.pad} {self.dtype}"
+
+
+@dataclass
+class Result:
+    shape: Shape
+    ours_s: float
+    ours_spread: List[float]
+    torch_s: Optional[float]
+    sgemm_s: float
+    extra: Dict[str, float] = field(default_factory=dict)
+
+    @property
+    def gflops(self) -> float:
+        return self.shape.flops / self.ours_s / 1e9
+
+    @property
+    def speedup_vs_torch(self) -> Optional[float]:
+        return self.torch_s / self.ours_s if self.torch_s else None
+
+    @property
+    def fraction_of_sgemm(self) -> float:
+        return self.sgemm_s / self.ours_s
+
+
+def load_shapes(path: Path = SHAPES_FILE, max_flops: float = 2e10) -> List[Shape]:
+    shapes = []
+    for line in path.read_text().splitlines():
+        if not line or line.startswith("#") or line.startswith("T\t"):
+            continue
+        t, b, c_in, k, c_out, pad, dtype, _flops = line.split("\t")
+        shape = Shape(int(t), int(b), int(c_in), int(k), int(c_out), int(pad), dtype)
+        if shape.flops <= max_flops:
+            shapes.append(shape)
+    return shapes
+
+
+def square_shapes() -> List[Shape]:
+    return [Shape(*case, source="square") for case in SQUARE_CASES]
+
+
+def _inputs(shape: Shape, rng: np.random.Generator):
+    dtype = DTYPES[shape.dtype]
+
+    def make(*dims: int) -> np.ndarray:
+        return rng.standard_normal(dims, dtype=np.float32).astype(dtype)
+
+    return (make(shape.t_out, shape.b, shape.c_out), make(shape.t, shape.b, shape.c_in),
+            make(shape.k, shape.c_in, shape.c_out), make(shape.c_out))
+
+
+def _torch_runner(shape: Shape, arrays) -> Optional[Callable[[], object]]:
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch_dtype = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[shape.dtype]
+    tensors = [torch.from_numpy(np.asarray(a, dtype=np.float32)).to(torch_dtype) for a in arrays]
+    op = torch.ops.aten.conv_tbc_backward
+
+    def run() -> object:
+        with torch.no_grad():
+            return op(tensors[0], tensors[1], tensors[2], tensors[3], shape.pad)
+
+    return run
+
+
+def _sgemm_runner(flops: int, rng: np.random.Generator) -> Callable[[], object]:
+    n = max(1, round((flops / 2) ** (1 / 3)))
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    scale = flops / (2.0 * n ** 3)  # n is rounded: correct the time to the shape's FLOPs
+    out = np.empty((n, n), np.float32)
+
+    def run() -> object:
+        return np.matmul(a, b, out=out)
+
+    run.scale = scale  # type: ignore[attr-defined]
+    return run
+
+
+def _time(fn: Callable[[], object], min_seconds: float = 0.02) -> float:
+    """Seconds per call: calls repeated until min_seconds pass (short cases)."""
+    calls, start = 0, time.perf_counter()
+    while True:
+        fn()
+        calls += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_seconds:
+            return elapsed / calls
+
+
+class Progress:
+    """A one-line progress bar on stderr (only when it is a terminal, or forced)."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total, self.done, self.enabled = total, 0, enabled
+        self.start = time.perf_counter()
+
+    def step(self, label: str) -> None:
+        self.done += 1
+        if not self.enabled:
+            return
+        width = 30
+        filled = width * self.done // max(self.total, 1)
+        elapsed = time.perf_counter() - self.start
+        eta = elapsed / self.done * (self.total - self.done)
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+                         f"{elapsed:5.0f}s eta {eta:4.0f}s  {label[:48]:<48}")
+        if self.done == self.total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def run(shapes: Sequence[Shape], reps: int = 5, progress: bool = False, seed: int = 0) -> List[Result]:
+    """Times every shape; reps rounds interleave ours, torch's and sgemm's."""
+    rng = np.random.default_rng(seed)
+    results = []
+    bar = Progress(len(shapes), progress)
+    for shape in shapes:
+        arrays = _inputs(shape, rng)
+        ours = lambda: conv_tbc_backward(*arrays, shape.pad)  # noqa: E731
+        torch_run = _torch_runner(shape, arrays)
+        sgemm = _sgemm_runner(shape.flops, rng)
+        ours()  # warm up: first-touch pages, thread pools
+        if torch_run:
+            torch_run()
+        sgemm()
+        times: Dict[str, List[float]] = {"ours": [], "torch": [], "sgemm": []}
+        for _ in range(reps):
+            times["ours"].append(_time(ours))
+            if torch_run:
+                times["torch"].append(_time(torch_run))
+            times["sgemm"].append(_time(sgemm) * sgemm.scale)  # type: ignore[attr-defined]
+        results.append(Result(
+            shape=shape,
+            ours_s=statistics.median(times["ours"]),
+            ours_spread=[min(times["ours"]), max(times["ours"])],
+            torch_s=statistics.median(times["torch"]) if times["torch"] else None,
+            sgemm_s=statistics.median(times["sgemm"]),
+        ))
+        bar.step(shape.label())
+    return results
+
+
+def phase2_overhead_us(calls: int = 2000) -> float:
+    """µs per aclnnConvTbcBackward call on the smallest shared shape, with a
+    repeatable executor (phase 1 once), run where it is submitted."""
+    shape = min(load_shapes(), key=lambda s: s.flops)
+    rng = np.random.default_rng(1)
+    arrays = list(_inputs(shape, rng))
+    outs = [np.empty_like(arrays[1]), np.empty_like(arrays[2]), np.empty_like(arrays[3])]
+    code = {"float32": lib.ACL_FLOAT, "float16": lib.ACL_FLOAT16, "bfloat16": lib.ACL_BF16}[shape.dtype]
+    keep = []
+
+    def tensor(a: np.ndarray):
+        dims = ffi.new("int64_t[]", a.shape)
+        strides = ffi.new("int64_t[]", [s // a.itemsize for s in a.strides])
+        t = lib.aclCreateTensor(dims, a.ndim, code, strides, 0, lib.ACL_FORMAT_ND, dims, a.ndim,
+                                ffi.cast("void *", a.ctypes.data))
+        keep.append(t)
+        check(lib.convtbcDeclareHostMemory(ffi.cast("void *", a.ctypes.data), a.nbytes), )
+        return t
+
+    tensors = [tensor(a) for a in arrays + outs]
+    size = ffi.new("uint64_t *")
+    executor = ffi.new("aclOpExecutor **")
+    check(lib.aclnnConvTbcBackwardGetWorkspaceSize(tensors[0], tensors[1], tensors[2], tensors[3], shape.pad, 0,
+                                                   tensors[4], tensors[5], tensors[6], size, executor))
+    check(lib.aclSetAclOpExecutorRepeatable(executor[0]))
+    workspace = np.empty(max(size[0], 1) + 64, np.uint8)
+    address = (workspace.ctypes.data + 63) // 64 * 64
+    if size[0]:
+        check(lib.convtbcDeclareHostMemory(ffi.cast("void *", address), size[0]))
+    try:
+        start = time.perf_counter()
+        for _ in range(calls):
+            check(lib.aclnnConvTbcBackward(ffi.cast("void *", address), size[0], executor[0], ffi.NULL))
+        return (time.perf_counter() - start) / calls * 1e6
+    finally:
+        check(lib.aclDestroyAclOpExecutor(executor[0]))
+        for a in arrays + outs:
+            lib.convtbcForgetHostMemory(ffi.cast("void *", a.ctypes.data))
+        if size[0]:
+            lib.convtbcForgetHostMemory(ffi.cast("void *", address))
+        for t in keep:
+            lib.aclDestroyTensor(t)
+
+
+def thread_scaling(reps: int = 5) -> Dict[str, float]:
+    """Seconds for the first square case with OMP_NUM_THREADS=1 and 2 (fresh
+    processes: the thread count is fixed when the library plans)."""
+    out = {}
+    for threads in (1, 2):
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+        code = ("from convtbc_py import bench; r = bench.run(bench.square_shapes()[:1], reps=%d); "
+                "print(r[0].ours_s)" % reps)
+        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                              cwd=tempfile.gettempdir())
+        out[str(threads)] = float(proc.stdout.strip().splitlines()[-1])
+    return out
+
+
+def geomean(values: Sequence[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def summarize(results: Sequence[Result]) -> List[str]:
+    lines = []
+    for dtype in DTYPES:
+        rows = [r for r in results if r.shape.dtype == dtype and r.shape.source == "st_shapes"]
+        speedups = [r.speedup_vs_torch for r in rows if r.speedup_vs_torch]
+        if not rows:
+            continue
+        line = f"{dtype}: {len(rows)} shapes, geomean {geomean([r.gflops for r in rows]):.1f} GFLOP/s"
+        if speedups:
+            worst = min(rows, key=lambda r: r.speedup_vs_torch or math.inf)
+            line += (f", geomean speedup vs torch {geomean(speedups):.2f}x, lowest {min(speedups):.2f}x "
+                     f"({worst.shape.label()})")
+        line += f", geomean fraction of sgemm {geomean([r.fraction_of_sgemm for r in rows]):.2f}"
+        lines.append(line)
+    for r in results:
+        if r.shape.source == "square":
+            lines.append(f"square {r.shape.label()}: {r.gflops:.1f} GFLOP/s = {r.fraction_of_sgemm:.0%} of sgemm"
+                         + (f", {r.speedup_vs_torch:.2f}x torch" if r.speedup_vs_torch else ""))
+    return lines
+
+
+def markdown(results: Sequence[Result]) -> str:
+    head = ("| shape | flops | ours ms (min..max) | torch ms | sgemm ms | ours GFLOP/s | vs torch | of sgemm |\n"
+            "|---|---:|---:|---:|---:|---:|---:|---:|\n")
+    rows = []
+    for r in results:
+        torch_ms = f"{r.torch_s * 1e3:.3f}" if r.torch_s else "-"
+        vs = f"{r.speedup_vs_torch:.2f}x" if r.speedup_vs_torch else "-"
+        rows.append(f"| {r.shape.label()} | {r.shape.flops:.3g} | {r.ours_s * 1e3:.3f} "
+                    f"({r.ours_spread[0] * 1e3:.3f}..{r.ours_spread[1] * 1e3:.3f}) | {torch_ms} | "
+                    f"{r.sgemm_s * 1e3:.3f} | {r.gflops:.1f} | {vs} | {r.fraction_of_sgemm:.0%} |")
+    return head + "\n".join(rows) + "\n"
+
+
+def plot(results: Sequence[Result], path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    rows = sorted(results, key=lambda r: r.shape.flops)
+    colors = {"float32": "tab:blue", "float16": "tab:orange", "bfloat16": "tab:green"}
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(12, 8), sharex=True)
+    x = range(len(rows))
+    for i, r in zip(x, rows):
+        if r.speedup_vs_torch:
+            top.bar(i, r.speedup_vs_torch, color=colors[r.shape.dtype])
+        bottom.bar(i, r.fraction_of_sgemm, color=colors[r.shape.dtype])
+    top.set_yscale("log")
+    top.axhline(1.0, color="black", linewidth=0.8)
+    top.set_ylabel("speedup over torch (log)")
+    bottom.set_ylabel("fraction of numpy sgemm")
+    bottom.set_xticks(list(x))
+    bottom.set_xticklabels([r.shape.label() for r in rows], rotation=90, fontsize=6)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colors.values()]
+    top.legend(handles, list(colors), loc="upper left")
+    top.set_title("convtbc conv_tbc_backward, shapes by FLOPs")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def main(argv: List[str]) -> int:
+    parser = argparse.ArgumentParser(prog="convtbc bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--max-flops", type=float, default=2e10, help="skip shapes above this (default 2e10)")
+    parser.add_argument("--reps", type=int, default=5, help="timed rounds per shape (median; default 5)")
+    parser.add_argument("--out", type=Path, default=Path("bench-results"), help="results folder")
+    parser.add_argument("--shapes", type=Path, default=SHAPES_FILE, help="TSV of shapes (CANN st_shapes format)")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), action="append", help="only these dtypes")
+    parser.add_argument("--no-square", action="store_true", help="skip the square GEMM-like cases")
+    parser.add_argument("--scaling", action="store_true", help="also time 1 vs 2 threads on the first square case")
+    args = parser.parse_args(argv)
+
+    shapes = load_shapes(args.shapes, args.max_flops) + ([] if args.no_square else square_shapes())
+    if args.dtype:
+        shapes = [s for s in shapes if s.dtype in args.dtype]
+    results = run(shapes, reps=args.reps, progress=sys.stderr.isatty())
+    summary = summarize(results)
+    overhead = phase2_overhead_us()
+    summary.append(f"phase 2 on the smallest shared shape: {overhead:.1f} us a call")
+    if args.scaling:
+        scaling = thread_scaling(args.reps)
+        summary.append(f"threads: 1 -> {scaling['1'] * 1e3:.1f} ms, 2 -> {scaling['2'] * 1e3:.1f} ms, "
+                       f"{scaling['1'] / scaling['2']:.2f}x")
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    command = "convtbc bench " + " ".join(argv)
+    (args.out / "results.md").write_text(
+        f"# convtbc bench\n\n`{command}`, medians of {args.reps}\n\n" + markdown(results) + "\n"
+        + "\n".join(f"- {line}" for line in summary) + "\n")
+    (args.out / "results.json").write_text(json.dumps(
+        {"command": command, "summary": summary,
+         "results": [dict(asdict(r), gflops=r.gflops, speedup_vs_torch=r.speedup_vs_torch) for r in results]},
+        indent=1))
+    plotted = plot(results, args.out / "speedup.png")
+    print(markdown(results))
+    print("\n".join(summary))
+    print(f"written: {args.out}/results.md, results.json" + (", speedup.png" if plotted else
+                                                             " (pip install matplotlib for the plot)"))
+    return 0
