@@ -327,7 +327,8 @@ def plot(results: Sequence[Result], path: Path) -> bool:
     top.set_yscale("log")
     top.axhline(1.0, color="black", linewidth=0.8)
     top.set_ylabel("speedup over torch (log)")
-    bottom.set_ylabel("fraction of numpy sgemm")
+    bottom.set_yscale("log")
+    bottom.set_ylabel("fraction of an equal-FLOPs sgemm (log)")
     bottom.set_xticks(list(x))
     bottom.set_xticklabels([r.shape.label() for r in rows], rotation=90, fontsize=6)
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colors.values()]
