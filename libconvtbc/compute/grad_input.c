@@ -60,7 +60,13 @@ typedef struct {
 } reduction_block;
 
 /* Rows [m0, m0 + mb) of the tile (one window) against one reduction block;
- * cbuf points at row m0 of the tile's accumulator. */
+ * cbuf points at row m0 of the tile's accumulator.
+ *
+ * grad_output that the kernel can read in place (float32, unit column
+ * stride, evenly spaced rows) is not copied: full micro-tiles read it
+ * directly, and edge taps copy just their mr rows (zeros for rows the tap
+ * does not reach) into `window_buf`. Otherwise the whole window is packed,
+ * with zero rows where grad_output has none. */
 static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t m0, int64_t mb,
                         int64_t strips_n, float *cbuf, int64_t ldc, float *window_buf)
 {
@@ -70,14 +76,19 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
     const int64_t b_size = p->b, pad = p->pad, t_out = p->t_out;
     const int64_t k0 = rb->k0, k1 = rb->k1, nk = k1 - k0, no = rb->no;
     const int64_t mbp = ctbc_round_up(mb, mr);
+    const int64_t g_rows = t_out * b_size;
 
-    /* window row w is grad_output row g_first + w; tile row m and tap k
-     * read window row (m - m0) + (k1 - 1 - k)*b_size */
-    const int64_t window = mbp + (nk - 1) * b_size;
+    int64_t g_rs = 0;
+    const int direct = ctbc_operand_direct(&run->grad_output, b_size, g_rows, &g_rs);
+    const float *g_direct = (const float *)run->grad_output.data + rb->o0;
+
+    /* packed: window row w is grad_output row g_first + w; tile row m and
+     * tap k read window row (m - m0) + (k1 - 1 - k)*b_size */
     const int64_t g_first = m0 + (pad - (k1 - 1)) * b_size;
     const int64_t ld = no;
-    ctbc_pack_rows(window_buf, ld, window, &run->grad_output, b_size, g_first, 0, t_out * b_size,
-                   rb->o0, no);
+    if (!direct)
+        ctbc_pack_rows(window_buf, ld, mbp + (nk - 1) * b_size, &run->grad_output, b_size,
+                       g_first, 0, g_rows, rb->o0, no);
     const int64_t b_strip = nk * no * nr;
 
     /* jr/ir order as in BLIS: one nr-wide weight micro-panel stays in L1
@@ -88,17 +99,28 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
             const int64_t row0 = m0 + is * mr;
             const int64_t valid = ctbc_min(mr, m0 + mb - row0);
             const int64_t t_lo = row0 / b_size, t_hi = (row0 + valid - 1) / b_size;
-            /* taps valid for every row, and for at least one row */
-            const int64_t kf_lo = ctbc_max(k0, t_hi + pad - t_out + 1);
-            const int64_t kf_hi = ctbc_min(k1, t_lo + pad + 1);
+            /* taps valid for every row (none when the micro-tile is partial
+             * and read in place), and for at least one row */
+            int64_t kf_lo = ctbc_max(k0, t_hi + pad - t_out + 1);
+            int64_t kf_hi = ctbc_min(k1, t_lo + pad + 1);
+            if (direct && valid < mr)
+                kf_hi = kf_lo;
             const int64_t ka_lo = ctbc_max(k0, t_lo + pad - t_out + 1);
             const int64_t ka_hi = ctbc_min(k1, t_hi + pad + 1);
-            const float *a_row0 = window_buf + (is * mr) * ld;
             float *c_tile = cbuf + is * mr * ldc + js * nr;
             if (kf_lo < kf_hi) {
-                const ctbc_ukr_args args = {kf_hi - kf_lo, no, ld, 1, -b_size * ld, nr, no * nr};
-                kern->ukr(&args, a_row0 + (k1 - 1 - kf_lo) * b_size * ld,
-                          b_js + (kf_lo - k0) * no * nr, c_tile, ldc);
+                const float *b = b_js + (kf_lo - k0) * no * nr;
+                if (direct) {
+                    const ctbc_ukr_args args = {kf_hi - kf_lo, no, g_rs, 1, -b_size * g_rs,
+                                                nr, no * nr};
+                    kern->ukr(&args, g_direct + (row0 + (pad - kf_lo) * b_size) * g_rs, b,
+                              c_tile, ldc);
+                } else {
+                    const ctbc_ukr_args args = {kf_hi - kf_lo, no, ld, 1, -b_size * ld, nr,
+                                                no * nr};
+                    kern->ukr(&args, window_buf + (is * mr + (k1 - 1 - kf_lo) * b_size) * ld, b,
+                              c_tile, ldc);
+                }
             }
             for (int64_t k = ka_lo; k < ka_hi; k++) {
                 if (k >= kf_lo && k < kf_hi)
@@ -108,9 +130,21 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
                     const int64_t tg = (row0 + i) / b_size + pad - k;
                     row_ok[i] = tg >= 0 && tg < t_out;
                 }
+                const float *a = window_buf + (is * mr + (k1 - 1 - k) * b_size) * ld;
+                if (direct) {
+                    /* copy the rows this tap reaches; zeros elsewhere */
+                    for (int64_t i = 0; i < mr; i++) {
+                        float *dst = window_buf + i * no;
+                        if (row_ok[i])
+                            memcpy(dst, g_direct + (row0 + i + (pad - k) * b_size) * g_rs,
+                                   (size_t)no * sizeof(float));
+                        else
+                            memset(dst, 0, (size_t)no * sizeof(float));
+                    }
+                    a = window_buf;
+                }
                 const ctbc_ukr_args args = {1, no, ld, 1, 0, nr, 0};
-                edge_rows(kern, &args, a_row0 + (k1 - 1 - k) * b_size * ld,
-                          b_js + (k - k0) * no * nr, c_tile, ldc, row_ok);
+                edge_rows(kern, &args, a, b_js + (k - k0) * no * nr, c_tile, ldc, row_ok);
             }
         }
     }

@@ -50,6 +50,54 @@ static void tap_rows(const ctbc_problem *p, int64_t k, int64_t *lo, int64_t *hi)
     *hi = t_hi * p->b;
 }
 
+/*
+ * One side of the per-tap GEMM for the current row block: strips of
+ * `width` columns of grad_output rows or input-window rows. Full strips of
+ * an operand the kernel can read in place (ctbc_operand_direct) are not
+ * copied; the others (and a trailing partial strip, whose padding columns
+ * must be readable) are packed into `packed`.
+ */
+typedef struct {
+    const float *direct; /* row 0 of the block, column 0 of the side; NULL: none */
+    int64_t row_stride;  /* of direct */
+    int64_t direct_strips;
+    const float *packed; /* strip s >= direct_strips at (s - direct_strips)*rows*width */
+    int64_t rows;
+    int64_t width;
+} side;
+
+/* Pointer to row `row` of strip `strip`, and the kernel's step per row. */
+static const float *side_at(const side *sd, int64_t strip, int64_t row, int64_t *step)
+{
+    if (strip < sd->direct_strips) {
+        *step = sd->row_stride;
+        return sd->direct + row * sd->row_stride + strip * sd->width;
+    }
+    *step = sd->width;
+    return sd->packed + ((strip - sd->direct_strips) * sd->rows + row) * sd->width;
+}
+
+/* Prepares a side over operand rows [first, first + rows) (rows outside
+ * [row_lo, row_hi) are never read), columns [col0, col0 + ncols). */
+static side side_make(const ctbc_operand *op, int64_t b_size, int64_t rows_total, float *buf,
+                      int64_t rows, int64_t width, int64_t first, int64_t row_lo,
+                      int64_t row_hi, int64_t col0, int64_t ncols)
+{
+    side sd = {NULL, 0, 0, buf, rows, width};
+    int64_t rs;
+    if (ctbc_operand_direct(op, b_size, rows_total, &rs)) {
+        sd.direct_strips = ncols / width;
+        sd.row_stride = rs;
+        /* only ever offset to rows inside [row_lo, row_hi) */
+        sd.direct = (const float *)op->data + col0;
+    }
+    const int64_t packed_col0 = col0 + sd.direct_strips * width;
+    if (packed_col0 < col0 + ncols)
+        ctbc_pack_strips(buf, rows, (int)width, op, b_size, first, row_lo, row_hi, packed_col0,
+                         col0 + ncols - packed_col0);
+    return sd;
+}
+
 void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)
 {
     const ctbc_problem *p = run->problem;
@@ -75,7 +123,7 @@ void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch
     int64_t u_lo, u_hi, unused;
     tap_rows(p, k1 - 1, &u_lo, &unused);
     tap_rows(p, k0, &unused, &u_hi);
-    const int64_t input_rows = p->t * b_size;
+    const int64_t input_rows = p->t * b_size, g_rows = p->t_out * b_size;
 
     for (int64_t r0 = u_lo; r0 < u_hi; r0 += kc) {
         const int64_t r1 = ctbc_min(u_hi, r0 + kc), rows = r1 - r0;
@@ -83,25 +131,21 @@ void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch
          * reduction row r0 + w - (k - k0)*b_size for tap k */
         const int64_t window = rows + (k1 - k0 - 1) * b_size;
         const int64_t x_first = r0 + (k0 - p->pad) * b_size;
-        const int64_t a_rows = o_on_m ? rows : window, b_rows = o_on_m ? window : rows;
 
         /* the nr side once per row block ... */
-        if (o_on_m)
-            ctbc_pack_strips(scratch->bbuf, window, (int)nr, &run->input, b_size, x_first, 0,
-                             input_rows, n0, nb);
-        else
-            ctbc_pack_strips(scratch->bbuf, rows, (int)nr, &run->grad_output, b_size, r0, r0, r1,
-                             n0, nb);
+        side nside = o_on_m ? side_make(&run->input, b_size, input_rows, scratch->bbuf, window, nr,
+                                        x_first, 0, input_rows, n0, nb)
+                            : side_make(&run->grad_output, b_size, g_rows, scratch->bbuf, rows,
+                                        nr, r0, r0, r1, n0, nb);
 
         /* ... and the mr side per block of the tile */
         for (int64_t w0 = 0; w0 < mb; w0 += bl->gw_bm) {
             const int64_t wb = ctbc_min(bl->gw_bm, mb - w0), strips_m = ctbc_ceil_div(wb, mr);
-            if (o_on_m)
-                ctbc_pack_strips(scratch->abuf, rows, (int)mr, &run->grad_output, b_size, r0, r0,
-                                 r1, m0 + w0, wb);
-            else
-                ctbc_pack_strips(scratch->abuf, window, (int)mr, &run->input, b_size, x_first, 0,
-                                 input_rows, m0 + w0, wb);
+            side mside = o_on_m
+                             ? side_make(&run->grad_output, b_size, g_rows, scratch->abuf, rows, mr,
+                                         r0, r0, r1, m0 + w0, wb)
+                             : side_make(&run->input, b_size, input_rows, scratch->abuf, window,
+                                         mr, x_first, 0, input_rows, m0 + w0, wb);
 
             for (int64_t k = k0; k < k1; k++) {
                 int64_t lo, hi;
@@ -110,16 +154,26 @@ void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch
                 hi = ctbc_min(hi, r1);
                 if (lo >= hi)
                     continue;
+                /* block-relative rows of grad_output and of the window */
                 const int64_t g_row = lo - r0, x_row = lo - r0 + (k - k0) * b_size;
-                const float *a_base = scratch->abuf + (o_on_m ? g_row : x_row) * mr;
-                const float *b_base = scratch->bbuf + (o_on_m ? x_row : g_row) * nr;
-                const ctbc_ukr_args args = {1, hi - lo, 1, mr, 0, nr, 0};
+                /* direct pointers count rows from operand row 0 */
+                const int64_t m_row = o_on_m ? g_row : x_row, n_row = o_on_m ? x_row : g_row;
+                const int64_t m_abs = (o_on_m ? r0 : x_first) + m_row;
+                const int64_t n_abs = (o_on_m ? x_first : r0) + n_row;
                 float *ck = cbuf + ((k - k0) * mbp + w0) * nbp;
                 /* jr/ir order: the nr-wide micro-panel stays in L1 */
-                for (int64_t js = 0; js < strips_n; js++)
-                    for (int64_t is = 0; is < strips_m; is++)
-                        kern->ukr(&args, a_base + is * a_rows * mr, b_base + js * b_rows * nr,
-                                  ck + is * mr * nbp + js * nr, nbp);
+                for (int64_t js = 0; js < strips_n; js++) {
+                    int64_t b_step;
+                    const float *bp = side_at(&nside, js, js < nside.direct_strips ? n_abs : n_row,
+                                              &b_step);
+                    for (int64_t is = 0; is < strips_m; is++) {
+                        int64_t a_step;
+                        const float *ap = side_at(&mside, is,
+                                                  is < mside.direct_strips ? m_abs : m_row, &a_step);
+                        const ctbc_ukr_args args = {1, hi - lo, 1, a_step, 0, b_step, 0};
+                        kern->ukr(&args, ap, bp, ck + is * mr * nbp + js * nr, nbp);
+                    }
+                }
             }
         }
     }

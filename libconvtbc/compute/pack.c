@@ -18,6 +18,20 @@ ctbc_operand ctbc_operand_make(const void *data, const ctbc_layout *layout, ctbc
     return op;
 }
 
+int ctbc_operand_direct(const ctbc_operand *op, int64_t b_size, int64_t rows_total,
+                        int64_t *row_stride)
+{
+    if (op->dtype != CTBC_F32 || op->rounding != CTBC_ROUND_NONE || op->s2 != 1)
+        return 0;
+    if (b_size == 1)
+        *row_stride = op->s0;
+    else if (rows_total <= b_size || op->s0 == b_size * op->s1)
+        *row_stride = op->s1;
+    else
+        return 0;
+    return 1;
+}
+
 /*
  * Element loaders specialised at compile time: each packing loop body is
  * an always-inline function instantiated once per source kind (and for a
@@ -255,27 +269,42 @@ void ctbc_store_tile(void *out, ctbc_dtype dtype, const float *src, int64_t ld, 
                      int64_t cols, int64_t row_first, int64_t row_split, int64_t rs_hi,
                      int64_t rs_lo, int64_t cs)
 {
+    int64_t g_hi = row_first / row_split, g_lo = row_first % row_split;
     for (int64_t i = 0; i < rows; i++) {
-        const int64_t g = row_first + i;
-        const int64_t base = (g / row_split) * rs_hi + (g % row_split) * rs_lo;
+        const int64_t base = g_hi * rs_hi + g_lo * rs_lo;
+        if (++g_lo == row_split) {
+            g_lo = 0;
+            g_hi++;
+        }
         const float *s = src + i * ld;
         switch (dtype) {
         case CTBC_F32: {
             float *d = (float *)out + base;
-            for (int64_t j = 0; j < cols; j++)
-                d[j * cs] = s[j];
+            if (cs == 1)
+                memcpy(d, s, (size_t)cols * sizeof(float));
+            else
+                for (int64_t j = 0; j < cols; j++)
+                    d[j * cs] = s[j];
             break;
         }
         case CTBC_F16: {
             uint16_t *d = (uint16_t *)out + base;
-            for (int64_t j = 0; j < cols; j++)
-                d[j * cs] = ctbc_f32_to_f16(s[j]);
+            if (cs == 1)
+                for (int64_t j = 0; j < cols; j++)
+                    d[j] = ctbc_f32_to_f16(s[j]);
+            else
+                for (int64_t j = 0; j < cols; j++)
+                    d[j * cs] = ctbc_f32_to_f16(s[j]);
             break;
         }
         case CTBC_BF16: {
             uint16_t *d = (uint16_t *)out + base;
-            for (int64_t j = 0; j < cols; j++)
-                d[j * cs] = ctbc_f32_to_bf16(s[j]);
+            if (cs == 1)
+                for (int64_t j = 0; j < cols; j++)
+                    d[j] = ctbc_f32_to_bf16(s[j]);
+            else
+                for (int64_t j = 0; j < cols; j++)
+                    d[j * cs] = ctbc_f32_to_bf16(s[j]);
             break;
         }
         }

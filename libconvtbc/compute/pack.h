@@ -29,6 +29,16 @@ static inline void *ctbc_element_ptr(void *base, ctbc_dtype dtype, int64_t offse
 
 ctbc_operand ctbc_operand_make(const void *data, const ctbc_layout *layout, ctbc_rounding rounding);
 
+/*
+ * An operand the kernels can read in place: float32 without rounding, unit
+ * column stride, and rows g = t*b_size + b equally spaced (true for
+ * contiguous tensors, and whenever b_size or the row count makes one of the
+ * two strides irrelevant). Gives the row stride; rows_total is the number of
+ * rows of the operand.
+ */
+int ctbc_operand_direct(const ctbc_operand *op, int64_t b_size, int64_t rows_total,
+                        int64_t *row_stride);
+
 /* dst[i] = value of element offset + i*stride, for i < n. */
 void ctbc_convert_run(float *dst, const ctbc_operand *op, int64_t offset, int64_t stride,
                       int64_t n);
