@@ -44,7 +44,8 @@ TREE_FILES = (
 # gradInput element is 2, every gradWeight and gradBias element 5.
 SAMPLE_EXPECTED = {"gradInput": [2.0] * 10, "gradWeight": [5.0] * 4, "gradBias": [5.0] * 2}
 SAMPLE_DIR = REPO_ROOT / "examples" / "cann_sample"
-PYTHON_FILES = re.compile(r"(\.py|\.pyc|py\.typed)$|__pycache__")
+# The Python package's own files: modules, and data/ (the bench's shapes).
+PYTHON_FILES = re.compile(r"(\.py|\.pyc|py\.typed)$|__pycache__|^data/")
 
 
 # ------------------------------------------------------------------ helpers

@@ -380,10 +380,13 @@ static aclError run_queued(void *payload)
     const queued_run *run = payload;
     /* Memory freed between submission and now is an error of the queued
      * work, reported at the next synchronisation, as a fault on the NPU. */
-    CTBC_RETURN_IF_FAILED(check_memory(PHASE2, run->view_start, run->view_span_bytes, run->workspace,
-                                       run->compute.workspace_bytes, ACL_ERROR_RT_AICORE_EXCEPTION));
-    ctbc_execute(&run->compute, &run->buffers, run->workspace);
-    return ACL_SUCCESS;
+    ctbc_memory_use_begin();
+    aclError status = check_memory(PHASE2, run->view_start, run->view_span_bytes, run->workspace,
+                                   run->compute.workspace_bytes, ACL_ERROR_RT_AICORE_EXCEPTION);
+    if (status == ACL_SUCCESS)
+        ctbc_execute(&run->compute, &run->buffers, run->workspace);
+    ctbc_memory_use_end();
+    return status;
 }
 
 aclnnStatus aclnnConvTbcBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,

@@ -36,7 +36,7 @@ static void format_time(char *out, size_t size)
              (long)(now.tv_usec % 1000));
 }
 
-int ctbc_fail(int status, const char *error_id, const char *api, const char *fmt, ...)
+int ctbc_fail_at(const char *file, int line, int status, const char *error_id, const char *api, const char *fmt, ...)
 {
     error_log *log = &thread_log;
     log->newest = (log->newest + 1) % LOG_SLOTS;
@@ -53,7 +53,9 @@ int ctbc_fail(int status, const char *error_id, const char *api, const char *fmt
     va_start(args, fmt);
     vsnprintf(slot + used, (size_t)(MSG_BYTES - used), fmt, args);
     va_end(args);
-    CTBC_LOG(CTBC_LOG_ERROR, "%s (status %d)", slot, status);
+    if (ctbc_log_enabled(CTBC_LOG_ERROR))
+        ctbc_log_write(CTBC_LOG_ERROR, strncmp(api, "aclnn", 5) == 0 ? "OP" : "ASCENDCL", file, line,
+                       "%s (status %d)", slot, status);
     return status;
 }
 

@@ -21,9 +21,12 @@
 #define CTBC_PRINTF(a, b)
 #endif
 
-/* Records "<id>: [PID: n] <time> <api>: <text>" for the calling thread and
- * returns `status`, so that checks read `return ctbc_fail(...)`. */
-int ctbc_fail(int status, const char *error_id, const char *api, const char *fmt, ...) CTBC_PRINTF(4, 5);
+/* Records "<id>: [PID: n] <time> <api>: <text>" for the calling thread (and
+ * an ERROR log line located at the caller) and returns `status`, so that
+ * checks read `return ctbc_fail(...)`. */
+#define ctbc_fail(...) ctbc_fail_at(__FILE__, __LINE__, __VA_ARGS__)
+int ctbc_fail_at(const char *file, int line, int status, const char *error_id, const char *api, const char *fmt, ...)
+    CTBC_PRINTF(6, 7);
 
 /* Returns from the calling function when `expr` is not 0 (success). */
 #define CTBC_RETURN_IF_FAILED(expr)                                                                          \

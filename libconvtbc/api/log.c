@@ -70,13 +70,11 @@ int ctbc_log_enabled(ctbc_log_level level)
     return (int)level >= threshold;
 }
 
-void ctbc_log_write(ctbc_log_level level, const char *file, int line, const char *fmt, ...)
+void ctbc_log_write(ctbc_log_level level, const char *module, const char *file, int line, const char *fmt, ...)
 {
     static const char *const NAMES[] = {"DEBUG", "INFO", "WARNING", "ERROR"};
     const char *base = strrchr(file, '/');
     base = base ? base + 1 : file;
-    /* Runtime calls log as CANN's ASCENDCL module, the op as OP. */
-    const char *module = strstr(base, "conv_tbc") ? "OP" : "ASCENDCL";
     struct timeval now;
     struct tm parts;
     gettimeofday(&now, NULL);

@@ -10,6 +10,8 @@
 #ifndef CONVTBC_API_LOG_H
 #define CONVTBC_API_LOG_H
 
+#include <string.h>
+
 #include "api/errors.h"
 
 typedef enum { CTBC_LOG_DEBUG = 0, CTBC_LOG_INFO = 1, CTBC_LOG_WARNING = 2, CTBC_LOG_ERROR = 3 } ctbc_log_level;
@@ -17,12 +19,16 @@ typedef enum { CTBC_LOG_DEBUG = 0, CTBC_LOG_INFO = 1, CTBC_LOG_WARNING = 2, CTBC
 /* Whether lines of `level` are written (cheap: use before costly formatting). */
 int ctbc_log_enabled(ctbc_log_level level);
 
-void ctbc_log_write(ctbc_log_level level, const char *file, int line, const char *fmt, ...) CTBC_PRINTF(4, 5);
+/* `module` is CANN's: "ASCENDCL" for runtime calls, "OP" for the op. */
+void ctbc_log_write(ctbc_log_level level, const char *module, const char *file, int line, const char *fmt, ...)
+    CTBC_PRINTF(5, 6);
 
+/* A line from the runtime, or from the op's own source file. */
 #define CTBC_LOG(level, ...)                                                                                  \
     do {                                                                                                      \
         if (ctbc_log_enabled(level))                                                                          \
-            ctbc_log_write(level, __FILE__, __LINE__, __VA_ARGS__);                                           \
+            ctbc_log_write(level, strstr(__FILE__, "conv_tbc") ? "OP" : "ASCENDCL", __FILE__, __LINE__,      \
+                           __VA_ARGS__);                                                                      \
     } while (0)
 
 #endif /* CONVTBC_API_LOG_H */

@@ -98,6 +98,14 @@ void ctbc_memory_shutdown(void)
     pthread_mutex_unlock(&quarantine.lock);
 }
 
+/* ---- queued work against aclrtFree ---------------------------------------- */
+
+static pthread_rwlock_t in_use = PTHREAD_RWLOCK_INITIALIZER;
+
+void ctbc_memory_use_begin(void) { pthread_rwlock_rdlock(&in_use); }
+
+void ctbc_memory_use_end(void) { pthread_rwlock_unlock(&in_use); }
+
 /* ---- range checks ----------------------------------------------------------- */
 
 bool ctbc_is_device_memory(const void *address, size_t bytes)
@@ -193,14 +201,18 @@ static aclError release(const char *api, ctbc_registry *registry, void *block, c
                         bool quarantine_it)
 {
     ctbc_registry_entry entry;
-    if (block && ctbc_registry_find_containing(registry, block, &entry) && entry.handle == block &&
-        ctbc_registry_remove(registry, block)) {
+    pthread_rwlock_wrlock(&in_use);
+    bool live = block && ctbc_registry_find_containing(registry, block, &entry) && entry.handle == block &&
+                ctbc_registry_remove(registry, block);
+    if (live) {
         if (quarantine_it && checking_on())
             quarantine_block(block, entry.size);
         else
             free(block);
-        return ACL_SUCCESS;
     }
+    pthread_rwlock_unlock(&in_use);
+    if (live)
+        return ACL_SUCCESS;
     if (block && quarantine_it && find_freed(block, &entry) && entry.handle == block)
         return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
                          "%p (%zu bytes) was already freed (double free)", block, entry.size);
@@ -237,21 +249,32 @@ aclError aclrtFreeHost(void *hostPtr)
 /* ---- copies and fills ------------------------------------------------------ */
 
 typedef struct {
+    const char *api;
     void *dst;
     const void *src;
     size_t count;
     int value;
     bool fill;
+    bool dst_device, src_device; /* the sides that must still be live device memory when it runs */
 } transfer;
 
 static aclError run_transfer(void *payload)
 {
     const transfer *job = payload;
-    if (job->fill)
+    aclError status = ACL_SUCCESS;
+    ctbc_memory_use_begin();
+    /* Memory freed between submission and now is a fault of the queued work,
+     * reported at the next synchronisation. */
+    if (job->dst_device)
+        status = ctbc_check_device_range(job->api, "dst", job->dst, job->count, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (status == ACL_SUCCESS && job->src_device)
+        status = ctbc_check_device_range(job->api, "src", job->src, job->count, ACL_ERROR_RT_INTERNAL_ERROR);
+    if (status == ACL_SUCCESS && job->fill)
         memset(job->dst, job->value, job->count);
-    else
+    else if (status == ACL_SUCCESS)
         memmove(job->dst, job->src, job->count);
-    return ACL_SUCCESS;
+    ctbc_memory_use_end();
+    return status;
 }
 
 static const char *const KIND_NAMES[] = {"ACL_MEMCPY_HOST_TO_HOST", "ACL_MEMCPY_HOST_TO_DEVICE",
@@ -295,10 +318,20 @@ static aclError check_fill(const char *api, void *devPtr, size_t maxCount, size_
     return ctbc_check_device_range(api, "devPtr", devPtr, count, ACL_ERROR_RT_PARAM_INVALID);
 }
 
+/* A copy that runs now was checked a moment ago; a queued one checks its
+ * device sides again when it runs. */
+static transfer copy_job(const char *api, void *dst, const void *src, size_t count, aclrtMemcpyKind kind,
+                         bool queued)
+{
+    return (transfer){api, dst, src, count, 0, false,
+                      queued && (kind == ACL_MEMCPY_HOST_TO_DEVICE || kind == ACL_MEMCPY_DEVICE_TO_DEVICE),
+                      queued && (kind == ACL_MEMCPY_DEVICE_TO_HOST || kind == ACL_MEMCPY_DEVICE_TO_DEVICE)};
+}
+
 aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind)
 {
     CTBC_RETURN_IF_FAILED(check_copy("aclrtMemcpy", dst, destMax, src, count, kind));
-    transfer job = {dst, src, count, 0, false};
+    transfer job = copy_job("aclrtMemcpy", dst, src, count, kind, false);
     return run_transfer(&job);
 }
 
@@ -307,14 +340,14 @@ aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t cou
 {
     CTBC_RETURN_IF_FAILED(check_copy("aclrtMemcpyAsync", dst, destMax, src, count, kind));
     CTBC_RETURN_IF_FAILED(ctbc_check_stream("aclrtMemcpyAsync", stream));
-    transfer job = {dst, src, count, 0, false};
+    transfer job = copy_job("aclrtMemcpyAsync", dst, src, count, kind, true);
     return ctbc_stream_submit("aclrtMemcpyAsync", stream, run_transfer, &job, sizeof job);
 }
 
 aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count)
 {
     CTBC_RETURN_IF_FAILED(check_fill("aclrtMemset", devPtr, maxCount, count));
-    transfer job = {devPtr, NULL, count, value, true};
+    transfer job = {"aclrtMemset", devPtr, NULL, count, value, true, false, false};
     return run_transfer(&job);
 }
 
@@ -322,6 +355,6 @@ aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t c
 {
     CTBC_RETURN_IF_FAILED(check_fill("aclrtMemsetAsync", devPtr, maxCount, count));
     CTBC_RETURN_IF_FAILED(ctbc_check_stream("aclrtMemsetAsync", stream));
-    transfer job = {devPtr, NULL, count, value, true};
+    transfer job = {"aclrtMemsetAsync", devPtr, NULL, count, value, true, true, false};
     return ctbc_stream_submit("aclrtMemsetAsync", stream, run_transfer, &job, sizeof job);
 }

@@ -20,6 +20,12 @@ int ctbc_check_device_range(const char *api, const char *what, const void *addre
 /* Whether [address, address + bytes) touches a live device block. */
 bool ctbc_is_device_memory(const void *address, size_t bytes);
 
+/* Queued work that reads or writes device memory brackets its check and its
+ * use with these, so that aclrtFree (which waits for the bracket to close)
+ * cannot poison or release a block in between. */
+void ctbc_memory_use_begin(void);
+void ctbc_memory_use_end(void);
+
 /* aclFinalize: really frees the quarantined blocks. */
 void ctbc_memory_shutdown(void);
 
