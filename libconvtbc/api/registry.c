@@ -2,6 +2,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* A plain array: live handles are few (tens), so a scan is cheaper than
  * hashing and keeps phase 2 within a few hundred nanoseconds. */
@@ -67,13 +68,15 @@ bool ctbc_registry_find_containing(ctbc_registry *registry, const void *address,
     return hit;
 }
 
-void ctbc_registry_for_each(ctbc_registry *registry, void (*visit)(const ctbc_registry_entry *entry, void *arg),
-                            void *arg)
+ctbc_registry_entry *ctbc_registry_snapshot(ctbc_registry *registry, size_t *count)
 {
     pthread_mutex_lock(&registry->lock);
-    for (size_t i = 0; i < registry->count; i++)
-        visit(&registry->entries[i], arg);
+    ctbc_registry_entry *copy = registry->count ? malloc(registry->count * sizeof *copy) : NULL;
+    *count = copy ? registry->count : 0;
+    if (copy)
+        memcpy(copy, registry->entries, registry->count * sizeof *copy);
     pthread_mutex_unlock(&registry->lock);
+    return copy;
 }
 
 void ctbc_registry_clear(ctbc_registry *registry, void (*release)(const void *handle))

@@ -31,10 +31,9 @@ bool ctbc_registry_remove(ctbc_registry *registry, const void *handle);
 bool ctbc_registry_contains(ctbc_registry *registry, const void *handle);
 /* Copies out the entry whose [handle, handle + size) holds `address`. */
 bool ctbc_registry_find_containing(ctbc_registry *registry, const void *address, ctbc_registry_entry *found);
-/* Calls `visit` on each entry with the registry locked (so `visit` must not
- * use this registry). */
-void ctbc_registry_for_each(ctbc_registry *registry, void (*visit)(const ctbc_registry_entry *entry, void *arg),
-                            void *arg);
+/* A malloc'd copy of the entries (free it); NULL with *count 0 when empty or
+ * out of memory. */
+ctbc_registry_entry *ctbc_registry_snapshot(ctbc_registry *registry, size_t *count);
 /* Removes every entry, calling `release` (may be NULL) on each handle. */
 void ctbc_registry_clear(ctbc_registry *registry, void (*release)(const void *handle));
 

@@ -35,6 +35,9 @@ struct ctbc_stream {
  * streams including the contexts' default ones (what the device runs). */
 static ctbc_registry created_streams = CTBC_REGISTRY_INIT;
 static ctbc_registry all_streams = CTBC_REGISTRY_INIT;
+/* aclrtSynchronizeDevice holds it for reading while it waits on streams, so
+ * no stream is freed under it; deleting a stream takes it for writing. */
+static pthread_rwlock_t streams_in_sync = PTHREAD_RWLOCK_INITIALIZER;
 
 static long queued_delay_ms;
 static pthread_once_t delay_once = PTHREAD_ONCE_INIT;
@@ -106,7 +109,9 @@ void ctbc_stream_delete(ctbc_stream *stream)
 {
     if (!stream)
         return;
+    pthread_rwlock_wrlock(&streams_in_sync);
     ctbc_registry_remove(&all_streams, stream);
+    pthread_rwlock_unlock(&streams_in_sync);
     pthread_mutex_lock(&stream->lock);
     stream->stopping = true;
     pthread_cond_broadcast(&stream->changed);
@@ -225,27 +230,22 @@ aclError convtbcSynchronizeCurrent(void)
                : ACL_SUCCESS;
 }
 
-typedef struct {
-    aclError first_failure;
-} device_sync;
-
-static void synchronize_one(const ctbc_registry_entry *entry, void *arg)
-{
-    device_sync *sync = arg;
-    aclError status = ctbc_stream_synchronize("aclrtSynchronizeDevice", (ctbc_stream *)entry->handle);
-    if (sync->first_failure == ACL_SUCCESS)
-        sync->first_failure = status;
-}
-
 aclError aclrtSynchronizeDevice(void)
 {
     ctbc_context *ctx;
     CTBC_RETURN_IF_FAILED(ctbc_require_context("aclrtSynchronizeDevice", &ctx));
-    device_sync sync = {ACL_SUCCESS};
-    /* The registry stays locked meanwhile, so no stream can be deleted under
-     * us; queued work never touches the registry. */
-    ctbc_registry_for_each(&all_streams, synchronize_one, &sync);
-    return sync.first_failure;
+    aclError first_failure = ACL_SUCCESS;
+    pthread_rwlock_rdlock(&streams_in_sync);
+    size_t count;
+    ctbc_registry_entry *streams = ctbc_registry_snapshot(&all_streams, &count);
+    for (size_t i = 0; i < count; i++) {
+        aclError status = ctbc_stream_synchronize("aclrtSynchronizeDevice", (ctbc_stream *)streams[i].handle);
+        if (first_failure == ACL_SUCCESS)
+            first_failure = status;
+    }
+    pthread_rwlock_unlock(&streams_in_sync);
+    free(streams);
+    return first_failure;
 }
 
 static void delete_stream(const void *handle) { ctbc_stream_delete((ctbc_stream *)handle); }
