@@ -13,7 +13,9 @@
 #ifndef CTBC_BUDGET_FLOATS /* tests shrink it to exercise block splitting */
 #define CTBC_BUDGET_FLOATS (256 * 1024)
 #endif
-#define WINDOW_FLOATS CTBC_BUDGET_FLOATS
+/* a packed window is rewritten for every row block: keep it inside L2
+ * (256 KiB of 512) or the packing stores miss all the way to L3 */
+#define WINDOW_FLOATS (CTBC_BUDGET_FLOATS / 4)
 #define CBUF_FLOATS (2 * CTBC_BUDGET_FLOATS)
 #define WEIGHT_FLOATS CTBC_BUDGET_FLOATS
 

@@ -22,6 +22,7 @@ static ctbc_isa detect_cpu(void)
     if (!__get_cpuid(1, &a, &b, &c, &d))
         return CTBC_ISA_PORTABLE;
     const int has_fma = (c >> 12) & 1, has_osxsave = (c >> 27) & 1, has_avx = (c >> 28) & 1;
+    const int has_f16c = (c >> 29) & 1;
     if (!has_osxsave || !has_avx)
         return CTBC_ISA_PORTABLE;
     const uint64_t xcr0 = read_xcr0();
@@ -34,7 +35,7 @@ static ctbc_isa detect_cpu(void)
     /* opmask, upper halves of ZMM0-15 and ZMM16-31 saved by the OS */
     if (has_avx512f && (xcr0 & 0xe6) == 0xe6)
         return CTBC_ISA_AVX512;
-    if (has_avx2 && has_fma)
+    if (has_avx2 && has_fma && has_f16c)
         return CTBC_ISA_AVX2;
     return CTBC_ISA_PORTABLE;
 }

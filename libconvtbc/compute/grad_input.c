@@ -79,7 +79,10 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
     const int64_t g_rows = t_out * b_size;
 
     int64_t g_rs = 0;
-    const int direct = ctbc_operand_direct(&run->grad_output, b_size, g_rows, &g_rs);
+    /* in place only when its rows are close together (a window's worth of
+     * rows then spans few pages, as a packed window would) */
+    const int direct = ctbc_operand_direct(&run->grad_output, b_size, g_rows, &g_rs) &&
+                       g_rs <= 1024;
     const float *g_direct = (const float *)run->grad_output.data + rb->o0;
 
     /* packed: window row w is grad_output row g_first + w; tile row m and
@@ -188,5 +191,6 @@ void ctbc_grad_input_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch 
 
     const ctbc_layout *lay = &p->grad_input;
     ctbc_store_tile(ctbc_element_ptr(run->grad_input, lay->dtype, c0 * lay->stride[2]), lay->dtype,
-                    cbuf, nbp, mb, nb, m0, b_size, lay->stride[0], lay->stride[1], lay->stride[2]);
+                    cbuf, nbp, mb, nb, m0, b_size, lay->stride[0], lay->stride[1], lay->stride[2],
+                    run->kernel->f16_store);
 }

@@ -57,6 +57,11 @@ static void tap_rows(const ctbc_problem *p, int64_t k, int64_t *lo, int64_t *hi)
  * copied; the others (and a trailing partial strip, whose padding columns
  * must be readable) are packed into `packed`.
  */
+/* Strips reused by at most this many kernel calls are read in place. */
+#ifndef CTBC_DIRECT_REUSE
+#define CTBC_DIRECT_REUSE 2
+#endif
+
 typedef struct {
     const float *direct; /* row 0 of the block, column 0 of the side; NULL: none */
     int64_t row_stride;  /* of direct */
@@ -81,11 +86,14 @@ static const float *side_at(const side *sd, int64_t strip, int64_t row, int64_t 
  * [row_lo, row_hi) are never read), columns [col0, col0 + ncols). */
 static side side_make(const ctbc_operand *op, int64_t b_size, int64_t rows_total, float *buf,
                       int64_t rows, int64_t width, int64_t first, int64_t row_lo,
-                      int64_t row_hi, int64_t col0, int64_t ncols)
+                      int64_t row_hi, int64_t col0, int64_t ncols, int64_t reuse)
 {
     side sd = {NULL, 0, 0, buf, rows, width};
     int64_t rs;
-    if (ctbc_operand_direct(op, b_size, rows_total, &rs)) {
+    /* In place only when few kernel calls reuse each strip: a packed strip
+     * is contiguous (no TLB walk per row), which pays for the copy once
+     * several calls read it. */
+    if (reuse <= CTBC_DIRECT_REUSE && ctbc_operand_direct(op, b_size, rows_total, &rs)) {
         sd.direct_strips = ncols / width;
         sd.row_stride = rs;
         /* only ever offset to rows inside [row_lo, row_hi) */
@@ -125,27 +133,32 @@ void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch
     tap_rows(p, k0, &unused, &u_hi);
     const int64_t input_rows = p->t * b_size, g_rows = p->t_out * b_size;
 
-    for (int64_t r0 = u_lo; r0 < u_hi; r0 += kc) {
-        const int64_t r1 = ctbc_min(u_hi, r0 + kc), rows = r1 - r0;
+    /* equal row blocks of at most kc: no short tail block whose kernel
+     * calls would be all overhead */
+    const int64_t n_blocks = ctbc_ceil_div(u_hi - u_lo, kc);
+    const int64_t block_rows = n_blocks ? ctbc_ceil_div(u_hi - u_lo, n_blocks) : 0;
+    for (int64_t r0 = u_lo; r0 < u_hi; r0 += block_rows) {
+        const int64_t r1 = ctbc_min(u_hi, r0 + block_rows), rows = r1 - r0;
         /* input window: row w is input row x_first + w, paired with
          * reduction row r0 + w - (k - k0)*b_size for tap k */
         const int64_t window = rows + (k1 - k0 - 1) * b_size;
         const int64_t x_first = r0 + (k0 - p->pad) * b_size;
 
         /* the nr side once per row block ... */
+        const int64_t reuse_n = ctbc_ceil_div(ctbc_min(mb, bl->gw_bm), mr);
         side nside = o_on_m ? side_make(&run->input, b_size, input_rows, scratch->bbuf, window, nr,
-                                        x_first, 0, input_rows, n0, nb)
+                                        x_first, 0, input_rows, n0, nb, reuse_n)
                             : side_make(&run->grad_output, b_size, g_rows, scratch->bbuf, rows,
-                                        nr, r0, r0, r1, n0, nb);
+                                        nr, r0, r0, r1, n0, nb, reuse_n);
 
         /* ... and the mr side per block of the tile */
         for (int64_t w0 = 0; w0 < mb; w0 += bl->gw_bm) {
             const int64_t wb = ctbc_min(bl->gw_bm, mb - w0), strips_m = ctbc_ceil_div(wb, mr);
             side mside = o_on_m
                              ? side_make(&run->grad_output, b_size, g_rows, scratch->abuf, rows, mr,
-                                         r0, r0, r1, m0 + w0, wb)
+                                         r0, r0, r1, m0 + w0, wb, strips_n)
                              : side_make(&run->input, b_size, input_rows, scratch->abuf, window,
-                                         mr, x_first, 0, input_rows, m0 + w0, wb);
+                                         mr, x_first, 0, input_rows, m0 + w0, wb, strips_n);
 
             for (int64_t k = k0; k < k1; k++) {
                 int64_t lo, hi;
@@ -185,6 +198,7 @@ void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch
         const int64_t rs = o_on_m ? gw->stride[2] : gw->stride[1];
         const int64_t cs = o_on_m ? gw->stride[1] : gw->stride[2];
         void *out = ctbc_element_ptr(run->grad_weight, gw->dtype, k * gw->stride[0] + n0 * cs);
-        ctbc_store_tile(out, gw->dtype, ck, nbp, mb, nb, m0, INT64_MAX, 0, rs, cs);
+        ctbc_store_tile(out, gw->dtype, ck, nbp, mb, nb, m0, INT64_MAX, 0, rs, cs,
+                        run->kernel->f16_store);
     }
 }

@@ -5,9 +5,11 @@
 
 #include "compute/float_convert.h"
 
-ctbc_operand ctbc_operand_make(const void *data, const ctbc_layout *layout, ctbc_rounding rounding)
+ctbc_operand ctbc_operand_make(const void *data, const ctbc_layout *layout, ctbc_rounding rounding,
+                               ctbc_f16_load_fn f16_load)
 {
     ctbc_operand op;
+    op.f16_load = f16_load;
     op.data = data;
     op.dtype = layout->dtype;
     /* cubeMathType only ever rounds FLOAT operands */
@@ -95,11 +97,16 @@ ALWAYS_INLINE float load_kind(const void *data, int64_t i, const int kind)
         }                                                                                 \
     } while (0)
 
-ALWAYS_INLINE void convert_body(float *dst, const void *data, int64_t offset, int64_t stride,
-                                int64_t n, const int kind, const int unit)
+ALWAYS_INLINE void convert_body(float *dst, const ctbc_operand *op, int64_t offset,
+                                int64_t stride, int64_t n, const int kind, const int unit)
 {
+    const void *data = op->data;
     if (unit)
         stride = 1;
+    if (kind == KIND_F16 && unit && op->f16_load) {
+        op->f16_load(dst, (const uint16_t *)data + offset, n);
+        return;
+    }
     if (kind == KIND_F32 && unit) {
         memcpy(dst, (const float *)data + offset, (size_t)n * sizeof(float));
         return;
@@ -111,7 +118,7 @@ ALWAYS_INLINE void convert_body(float *dst, const void *data, int64_t offset, in
 void ctbc_convert_run(float *dst, const ctbc_operand *op, int64_t offset, int64_t stride,
                       int64_t n)
 {
-#define CALL(kind, unit) convert_body(dst, op->data, offset, stride, n, kind, unit)
+#define CALL(kind, unit) convert_body(dst, op, offset, stride, n, kind, unit)
     DISPATCH_KIND(kind_of(op), stride == 1, CALL);
 #undef CALL
 }
@@ -150,13 +157,15 @@ ALWAYS_INLINE void pack_strips_body(float *dst, int64_t strip_rows, int64_t widt
         float *d = dst + r * width;
         for (int64_t s = 0; s < full; s++, d += strip_rows * width) {
             const int64_t off = row_off + s * width * s2;
-            for (int64_t j = 0; j < width; j++)
-                d[j] = load_kind(op->data, off + j * s2, kind);
+            if (kind == KIND_F16 && unit && op->f16_load)
+                op->f16_load(d, (const uint16_t *)op->data + off, width);
+            else
+                for (int64_t j = 0; j < width; j++)
+                    d[j] = load_kind(op->data, off + j * s2, kind);
         }
         if (tail) {
             const int64_t off = row_off + full * width * s2;
-            for (int64_t j = 0; j < tail; j++)
-                d[j] = load_kind(op->data, off + j * s2, kind);
+            convert_body(d, op, off, s2, tail, kind, unit);
             for (int64_t j = tail; j < width; j++)
                 d[j] = 0.0f;
         }
@@ -227,6 +236,8 @@ ALWAYS_INLINE void pack_weight_by_c(float *dst, int64_t nr, const ctbc_operand *
     }
 }
 
+#define WEIGHT_ROW_MAX 256
+
 /* Weight panel, read along o (the usual contiguous c_out) and transposed
  * into the panel: contiguous reads, short-stride writes. */
 ALWAYS_INLINE void pack_weight_by_o(float *dst, int64_t nr, const ctbc_operand *w, int64_t k0,
@@ -241,8 +252,15 @@ ALWAYS_INLINE void pack_weight_by_o(float *dst, int64_t nr, const ctbc_operand *
             float *d = dst + (s * nk + kk) * no * nr;
             for (int64_t j = 0; j < valid; j++) {
                 const int64_t off = (k0 + kk) * w->s0 + (c0 + s * nr + j) * w->s1 + o0;
-                for (int64_t o = 0; o < no; o++)
-                    d[o * nr + j] = load_kind(w->data, off + o, kind);
+                if (kind == KIND_F16 && w->f16_load && no <= WEIGHT_ROW_MAX) {
+                    float row[WEIGHT_ROW_MAX];
+                    w->f16_load(row, (const uint16_t *)w->data + off, no);
+                    for (int64_t o = 0; o < no; o++)
+                        d[o * nr + j] = row[o];
+                } else {
+                    for (int64_t o = 0; o < no; o++)
+                        d[o * nr + j] = load_kind(w->data, off + o, kind);
+                }
             }
             for (int64_t j = valid; j < nr; j++)
                 for (int64_t o = 0; o < no; o++)
@@ -267,7 +285,7 @@ void ctbc_pack_weight(float *dst, int nr, const ctbc_operand *weight, int64_t k0
 
 void ctbc_store_tile(void *out, ctbc_dtype dtype, const float *src, int64_t ld, int64_t rows,
                      int64_t cols, int64_t row_first, int64_t row_split, int64_t rs_hi,
-                     int64_t rs_lo, int64_t cs)
+                     int64_t rs_lo, int64_t cs, ctbc_f16_store_fn f16_store)
 {
     int64_t g_hi = row_first / row_split, g_lo = row_first % row_split;
     for (int64_t i = 0; i < rows; i++) {
@@ -289,7 +307,9 @@ void ctbc_store_tile(void *out, ctbc_dtype dtype, const float *src, int64_t ld, 
         }
         case CTBC_F16: {
             uint16_t *d = (uint16_t *)out + base;
-            if (cs == 1)
+            if (cs == 1 && f16_store)
+                f16_store(d, s, cols);
+            else if (cs == 1)
                 for (int64_t j = 0; j < cols; j++)
                     d[j] = ctbc_f32_to_f16(s[j]);
             else

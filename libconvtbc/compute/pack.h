@@ -12,6 +12,7 @@
 #define CONVTBC_COMPUTE_PACK_H
 
 #include "compute/conv_tbc_compute.h"
+#include "compute/kernels/ukernel.h"
 
 /* A strided 3-D operand view as the packers read it. */
 typedef struct {
@@ -19,6 +20,7 @@ typedef struct {
     ctbc_dtype dtype;
     ctbc_rounding rounding; /* already NONE unless dtype is F32 */
     int64_t s0, s1, s2;     /* strides in elements */
+    ctbc_f16_load_fn f16_load; /* the kernel set's fast float16 widening, or NULL */
 } ctbc_operand;
 
 /* Address of element `offset` of a buffer of dtype. */
@@ -27,7 +29,8 @@ static inline void *ctbc_element_ptr(void *base, ctbc_dtype dtype, int64_t offse
     return (char *)base + offset * (dtype == CTBC_F32 ? 4 : 2);
 }
 
-ctbc_operand ctbc_operand_make(const void *data, const ctbc_layout *layout, ctbc_rounding rounding);
+ctbc_operand ctbc_operand_make(const void *data, const ctbc_layout *layout, ctbc_rounding rounding,
+                               ctbc_f16_load_fn f16_load);
 
 /*
  * An operand the kernels can read in place: float32 without rounding, unit
@@ -73,10 +76,11 @@ void ctbc_pack_weight(float *dst, int nr, const ctbc_operand *weight, int64_t k0
 /*
  * Writes src[i*ld + j] (i < rows, j < cols) to the output element at
  * (g / row_split)*rs_hi + (g % row_split)*rs_lo + j*cs, g = row_first + i,
- * converted to dtype with round-to-nearest-even.
+ * converted to dtype with round-to-nearest-even (f16_store, if not NULL,
+ * does unit-stride float16 rows).
  */
 void ctbc_store_tile(void *out, ctbc_dtype dtype, const float *src, int64_t ld, int64_t rows,
                      int64_t cols, int64_t row_first, int64_t row_split, int64_t rs_hi,
-                     int64_t rs_lo, int64_t cs);
+                     int64_t rs_lo, int64_t cs, ctbc_f16_store_fn f16_store);
 
 #endif /* CONVTBC_COMPUTE_PACK_H */

@@ -2,12 +2,12 @@
  * AVX2+FMA micro-kernel, 6 x 16: twelve ymm accumulators, two B vectors and
  * one broadcast fill the 16 ymm registers; per reduction step 12 FMAs
  * against 8 loads keeps Zen3/Haswell-class cores FMA-bound.
- * Built with -mavx2 -mfma (kernel file only); without them it registers a
+ * Built with -mavx2 -mfma -mf16c (kernel file only); without them it registers a
  * NULL kernel so the dispatcher skips it.
  */
 #include "compute/kernels/ukernel.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
 
 #define MR 6
@@ -24,6 +24,12 @@ static void ukr_avx2_6x16(const ctbc_ukr_args *args, const float *a, const float
     __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
     const int64_t ar = args->a_row, ai = args->a_inner, bi = args->b_inner;
     const int64_t n_inner = args->n_inner;
+    /* C is read only at the end: start fetching it now (it usually lives
+     * in L3, the accumulator being larger than L2) */
+    for (int i = 0; i < MR; i++) {
+        _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + i * ldc + 15), _MM_HINT_T0);
+    }
 
     for (int64_t q = 0; q < args->n_outer; q++) {
         const float *pa = a + q * args->a_outer;
@@ -70,10 +76,31 @@ static void ukr_avx2_6x16(const ctbc_ukr_args *args, const float *a, const float
 #undef CTBC_ADD_ROW
 }
 
-const ctbc_kernel ctbc_kernel_avx2 = {"avx2", MR, NR, ukr_avx2_6x16};
+/* F16C conversions (every AVX2 CPU has F16C; cpu_features checks it). */
+static void f16_load_f16c(float *dst, const uint16_t *src, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
+    for (; i < n; i++)
+        dst[i] = _cvtsh_ss(src[i]);
+}
+
+static void f16_store_f16c(uint16_t *dst, const float *src, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(dst + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++)
+        dst[i] = _cvtss_sh(src[i], _MM_FROUND_TO_NEAREST_INT);
+}
+
+const ctbc_kernel ctbc_kernel_avx2 = {"avx2", MR, NR, ukr_avx2_6x16, f16_load_f16c,
+                                      f16_store_f16c};
 
 #else
 
-const ctbc_kernel ctbc_kernel_avx2 = {"avx2", 6, 16, 0};
+const ctbc_kernel ctbc_kernel_avx2 = {"avx2", 6, 16, 0, 0, 0};
 
 #endif
