@@ -57,10 +57,11 @@ static void tap_rows(const ctbc_problem *p, int64_t k, int64_t *lo, int64_t *hi)
  * copied; the others (and a trailing partial strip, whose padding columns
  * must be readable) are packed into `packed`.
  */
-/* Strips reused by at most this many kernel calls are read in place. */
-#ifndef CTBC_DIRECT_REUSE
-#define CTBC_DIRECT_REUSE 2
-#endif
+/* Strips reused by at most this many kernel calls are read in place: more
+ * for the nr side (each row is a whole 64-byte line) than for the mr side
+ * (a few floats per row, one page per row when rows are far apart). */
+#define DIRECT_REUSE_M 2
+#define DIRECT_REUSE_N 4
 
 typedef struct {
     const float *direct; /* row 0 of the block, column 0 of the side; NULL: none */
@@ -86,14 +87,15 @@ static const float *side_at(const side *sd, int64_t strip, int64_t row, int64_t 
  * [row_lo, row_hi) are never read), columns [col0, col0 + ncols). */
 static side side_make(const ctbc_operand *op, int64_t b_size, int64_t rows_total, float *buf,
                       int64_t rows, int64_t width, int64_t first, int64_t row_lo,
-                      int64_t row_hi, int64_t col0, int64_t ncols, int64_t reuse)
+                      int64_t row_hi, int64_t col0, int64_t ncols, int64_t reuse,
+                      int64_t max_reuse)
 {
     side sd = {NULL, 0, 0, buf, rows, width};
     int64_t rs;
     /* In place only when few kernel calls reuse each strip: a packed strip
      * is contiguous (no TLB walk per row), which pays for the copy once
      * several calls read it. */
-    if (reuse <= CTBC_DIRECT_REUSE && ctbc_operand_direct(op, b_size, rows_total, &rs)) {
+    if (reuse <= max_reuse && ctbc_operand_direct(op, b_size, rows_total, &rs)) {
         sd.direct_strips = ncols / width;
         sd.row_stride = rs;
         /* only ever offset to rows inside [row_lo, row_hi) */
@@ -147,18 +149,19 @@ void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch
         /* the nr side once per row block ... */
         const int64_t reuse_n = ctbc_ceil_div(ctbc_min(mb, bl->gw_bm), mr);
         side nside = o_on_m ? side_make(&run->input, b_size, input_rows, scratch->bbuf, window, nr,
-                                        x_first, 0, input_rows, n0, nb, reuse_n)
+                                        x_first, 0, input_rows, n0, nb, reuse_n, DIRECT_REUSE_N)
                             : side_make(&run->grad_output, b_size, g_rows, scratch->bbuf, rows,
-                                        nr, r0, r0, r1, n0, nb, reuse_n);
+                                        nr, r0, r0, r1, n0, nb, reuse_n, DIRECT_REUSE_N);
 
         /* ... and the mr side per block of the tile */
         for (int64_t w0 = 0; w0 < mb; w0 += bl->gw_bm) {
             const int64_t wb = ctbc_min(bl->gw_bm, mb - w0), strips_m = ctbc_ceil_div(wb, mr);
             side mside = o_on_m
                              ? side_make(&run->grad_output, b_size, g_rows, scratch->abuf, rows, mr,
-                                         r0, r0, r1, m0 + w0, wb, strips_n)
+                                         r0, r0, r1, m0 + w0, wb, strips_n, DIRECT_REUSE_M)
                              : side_make(&run->input, b_size, input_rows, scratch->abuf, window,
-                                         mr, x_first, 0, input_rows, m0 + w0, wb, strips_n);
+                                         mr, x_first, 0, input_rows, m0 + w0, wb, strips_n,
+                                         DIRECT_REUSE_M);
 
             for (int64_t k = k0; k < k1; k++) {
                 int64_t lo, hi;
