@@ -26,6 +26,10 @@ enum { SELF, INPUT, WEIGHT, BIAS, GRAD_INPUT, GRAD_WEIGHT, GRAD_BIAS, TENSOR_COU
 enum { INPUT_COUNT = 4, OUTPUT_COUNT = 3 };
 static const char *const TENSOR_NAMES[TENSOR_COUNT] = {"self", "input", "weight", "bias",
                                                        "gradInput", "gradWeight", "gradBias"};
+/* The same, as memory checks name them. */
+static const char *const TENSOR_ARGUMENTS[TENSOR_COUNT] = {"tensor self", "tensor input", "tensor weight",
+                                                           "tensor bias", "tensor gradInput", "tensor gradWeight",
+                                                           "tensor gradBias"};
 
 /* cubeMathType values (CANN's names). */
 enum { KEEP_DTYPE = 0, ALLOW_FP32_DOWN_PRECISION = 1, USE_FP16 = 2, USE_HF32 = 3 };
@@ -366,12 +370,10 @@ aclnnStatus aclnnConvTbcBackwardGetWorkspaceSize(const aclTensor *self, const ac
 static aclnnStatus check_memory(const char *api, const void *const *view_start, const size_t *view_span_bytes,
                                 const void *workspace, size_t workspace_bytes, int status)
 {
-    for (int i = 0; i < TENSOR_COUNT; i++) {
-        char what[32];
-        snprintf(what, sizeof what, "tensor %s", TENSOR_NAMES[i]);
+    for (int i = 0; i < TENSOR_COUNT; i++)
         if (i != BIAS) /* not read by the backward pass */
-            CTBC_RETURN_IF_FAILED(ctbc_check_device_range(api, what, view_start[i], view_span_bytes[i], status));
-    }
+            CTBC_RETURN_IF_FAILED(
+                ctbc_check_device_range(api, TENSOR_ARGUMENTS[i], view_start[i], view_span_bytes[i], status));
     return ctbc_check_device_range(api, "workspace", workspace, workspace_bytes, status);
 }
 
