@@ -11,9 +11,8 @@ codes and messages.
 
 from __future__ import annotations
 
-import contextlib
 import operator
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import ml_dtypes
 import numpy as np
@@ -51,12 +50,16 @@ _ACL_DTYPES: Tuple[Tuple[np.dtype, int], ...] = tuple(
 _WORKSPACE_ALIGNMENT = 64
 
 
+_CODE_OF: Dict[np.dtype, int] = dict(_ACL_DTYPES)
+_INT64_ARRAY = ffi.typeof("int64_t[]")  # parsed once: ffi.new runs several times a call
+
+
 def acl_dtype(dtype: np.dtype) -> int:
     """The ACL dtype code of a numpy dtype; TypeError if ACL has no equivalent."""
-    for candidate, code in _ACL_DTYPES:
-        if dtype == candidate:
-            return code
-    raise TypeError(f"dtype {dtype} has no ACL equivalent")
+    code = _CODE_OF.get(dtype)
+    if code is None:
+        raise TypeError(f"dtype {dtype} has no ACL equivalent")
+    return code
 
 
 def _as_operand(value: Any) -> Optional[np.ndarray]:
@@ -81,65 +84,76 @@ def _contiguous_strides(shape: Tuple[int, ...]) -> List[int]:
     return strides[::-1]
 
 
-def _declare_host_memory(address: int, size: int, cleanup: contextlib.ExitStack) -> None:
-    """Let [address, address + size) stand for device memory until `cleanup` unwinds."""
-    if size == 0:  # an empty view touches nothing, so there is nothing to check
-        return
-    pointer = ffi.cast("void *", address)
-    check(lib.convtbcDeclareHostMemory(pointer, size), AclError)
-    cleanup.callback(lib.convtbcForgetHostMemory, pointer)
+class _CallResources:
+    """What one call hands to the C library, released in reverse when it ends:
+    tensors first, then the host-memory declarations. Plain lists rather than
+    an ExitStack: this is the per-call hot path, and small shapes feel it."""
+
+    def __init__(self) -> None:
+        self.tensors: List[Any] = []
+        self.declared: List[Any] = []
+        self.backings: List[Optional[np.ndarray]] = []  # keep copies alive while C holds their addresses
+
+    def declare(self, pointer: Any, size: int) -> None:
+        """Let [pointer, pointer + size) stand for device memory until release()."""
+        if size == 0:  # an empty view touches nothing, so there is nothing to check
+            return
+        check(lib.convtbcDeclareHostMemory(pointer, size), AclError)
+        self.declared.append(pointer)
+
+    def release(self) -> None:
+        for tensor in reversed(self.tensors):
+            lib.aclDestroyTensor(tensor)
+        for pointer in reversed(self.declared):
+            lib.convtbcForgetHostMemory(pointer)
+        self.tensors.clear()
+        self.declared.clear()
 
 
-def _create_tensor(array: Optional[np.ndarray], cleanup: contextlib.ExitStack) -> Tuple[Any, Optional[np.ndarray]]:
-    """An aclTensor viewing `array` (destroyed when `cleanup` unwinds), and the
-    array it points into.
+def _create_tensor(array: Optional[np.ndarray], resources: _CallResources) -> Any:
+    """An aclTensor viewing `array` (destroyed by `resources.release()`).
 
-    The returned array must outlive the tensor: it is `array` itself or, when
-    the C API cannot express the view (negative strides, byte strides that are
-    not a whole number of elements, a misaligned address), a C-ordered copy.
+    When the C API cannot express the view (negative strides, byte strides
+    that are not a whole number of elements, a misaligned address) the tensor
+    views a C-ordered copy, kept alive in `resources`.
     """
     if array is None:
-        return ffi.NULL, None
-    itemsize = array.itemsize
-    # Strides of dims with extent <= 1 are never followed, so they never force a
-    # copy; a misaligned address would be undefined behaviour in C, so it does.
-    if not array.flags.aligned or any(
-        n > 1 and (s < 0 or s % itemsize) for n, s in zip(array.shape, array.strides)
-    ):
-        array = np.array(array, order="C", copy=True)
-
-    contiguous = _contiguous_strides(array.shape)
-    strides = [s // itemsize if n > 1 else c for n, s, c in zip(array.shape, array.strides, contiguous)]
-    address = array.__array_interface__["data"][0]
-    if array.size == 0:
-        storage, offset = 0, 0
+        return ffi.NULL
+    code = acl_dtype(array.dtype)
+    dims = ffi.new(_INT64_ARRAY, array.shape)
+    if array.flags.c_contiguous and array.flags.aligned:
+        # The common case, and the cheap one: the storage is the array itself.
+        pointer = ffi.from_buffer(array)
+        strides = ffi.new(_INT64_ARRAY, _contiguous_strides(array.shape))
+        storage, offset = array.size, 0
     else:
-        # Storage = the span from the lowest to the highest touched element;
-        # the view's first element sits `offset` elements into it.
-        low = sum((n - 1) * e for n, e in zip(array.shape, strides) if e < 0)
-        high = sum((n - 1) * e for n, e in zip(array.shape, strides) if e > 0)
-        storage, offset = high - low + 1, -low
-        address += low * itemsize
-    _declare_host_memory(address, storage * itemsize, cleanup)
-
-    tensor = lib.aclCreateTensor(
-        ffi.new("int64_t[]", list(array.shape)),
-        array.ndim,
-        acl_dtype(array.dtype),
-        ffi.new("int64_t[]", strides),
-        offset,
-        lib.ACL_FORMAT_ND,
-        ffi.new("int64_t[]", [storage]),
-        1,
-        ffi.cast("void *", address),
-    )
+        itemsize = array.itemsize
+        # Strides of dims with extent <= 1 are never followed, so they never
+        # force a copy; a misaligned address would be undefined behaviour in C,
+        # so it does.
+        if not array.flags.aligned or any(
+            n > 1 and (s < 0 or s % itemsize) for n, s in zip(array.shape, array.strides)
+        ):
+            array = np.array(array, order="C", copy=True)
+            resources.backings.append(array)
+            return _create_tensor(array, resources)
+        contiguous = _contiguous_strides(array.shape)
+        element_strides = [s // itemsize if n > 1 else c for n, s, c in zip(array.shape, array.strides, contiguous)]
+        strides = ffi.new(_INT64_ARRAY, element_strides)
+        # Storage = the span of elements the view touches (strides are >= 0
+        # here, so it starts at the first element).
+        storage = 0 if array.size == 0 else 1 + sum((n - 1) * e for n, e in zip(array.shape, element_strides))
+        offset = 0
+        pointer = ffi.cast("void *", array.ctypes.data)
+    resources.declare(pointer, storage * array.itemsize)
+    tensor = lib.aclCreateTensor(dims, array.ndim, code, strides, offset, lib.ACL_FORMAT_ND,
+                                 ffi.new(_INT64_ARRAY, [storage]), 1, pointer)
     check_created(tensor)
-    tensor = ffi.gc(tensor, lib.aclDestroyTensor)
-    cleanup.callback(ffi.release, tensor)
-    return tensor, array
+    resources.tensors.append(tensor)
+    return tensor
 
 
-def _workspace(size: int, cleanup: contextlib.ExitStack) -> Tuple[Optional[np.ndarray], Any]:
+def _workspace(size: int, resources: _CallResources) -> Tuple[Optional[np.ndarray], Any]:
     """Host memory for phase 2 and its aligned address (NULL when size is 0).
 
     A numpy buffer rather than aclrtMalloc: the runtime's allocator needs
@@ -149,8 +163,9 @@ def _workspace(size: int, cleanup: contextlib.ExitStack) -> Tuple[Optional[np.nd
         return None, ffi.NULL
     buffer = np.empty(size + _WORKSPACE_ALIGNMENT - 1, dtype=np.uint8)
     address = -buffer.ctypes.data % _WORKSPACE_ALIGNMENT + buffer.ctypes.data
-    _declare_host_memory(address, size, cleanup)
-    return buffer, ffi.cast("void *", address)
+    pointer = ffi.cast("void *", address)
+    resources.declare(pointer, size)
+    return buffer, pointer
 
 
 def _discard_executor(executor: Any) -> None:
@@ -188,16 +203,11 @@ def conv_tbc_backward(
     cube_math_type = operator.index(cube_math_type)
 
     recent_error_message()  # drop stale messages so an error reports only this call
-    # Unwinds in reverse: tensors, then the memory declarations.
-    with contextlib.ExitStack() as cleanup:
-        tensors: List[Any] = []
-        backings: List[Optional[np.ndarray]] = []
-        for array in operands + grads:
-            tensor, backing = _create_tensor(array, cleanup)
-            tensors.append(tensor)
-            backings.append(backing)
-        self_, input_, weight_, bias_, grad_input, grad_weight, grad_bias = tensors
-
+    resources = _CallResources()
+    try:
+        self_, input_, weight_, bias_, grad_input, grad_weight, grad_bias = (
+            _create_tensor(array, resources) for array in operands + grads
+        )
         workspace_size = ffi.new("uint64_t *")
         executor_out = ffi.new("aclOpExecutor **")
         check(
@@ -208,7 +218,7 @@ def conv_tbc_backward(
         )
         executor = executor_out[0]
         try:
-            workspace, workspace_address = _workspace(workspace_size[0], cleanup)
+            workspace, workspace_address = _workspace(workspace_size[0], resources)
             check(lib.aclnnConvTbcBackward(workspace_address, workspace_size[0], executor, ffi.NULL))
         except BaseException:
             _discard_executor(executor)
@@ -217,6 +227,7 @@ def conv_tbc_backward(
         # context, queued on the context's default stream otherwise. Wait, so
         # that the results are complete and the memory can be let go.
         check(lib.convtbcSynchronizeCurrent(), AclError)
-        # `backings` and `workspace` stay referenced until here: the C side
-        # holds raw pointers into them.
+        del workspace  # only now: the C side held its address until here
+    finally:
+        resources.release()
     return tuple(grads)  # type: ignore[return-value]
