@@ -51,9 +51,9 @@ void ctbc_execute(const ctbc_plan *plan, const ctbc_buffers *buffers, void *work
     ctbc_blocking_load(plan, &run.blocking);
     run.kernel = ctbc_kernel_for_isa((ctbc_isa)run.blocking.isa);
     run.grad_output =
-        ctbc_operand_make(buffers->grad_output, &p->grad_output, p->rounding, run.kernel->f16_load);
-    run.input = ctbc_operand_make(buffers->input, &p->input, p->rounding, run.kernel->f16_load);
-    run.weight = ctbc_operand_make(buffers->weight, &p->weight, p->rounding, run.kernel->f16_load);
+        ctbc_operand_make(buffers->grad_output, &p->grad_output, p->rounding, run.kernel);
+    run.input = ctbc_operand_make(buffers->input, &p->input, p->rounding, run.kernel);
+    run.weight = ctbc_operand_make(buffers->weight, &p->weight, p->rounding, run.kernel);
     run.grad_input = buffers->grad_input;
     run.grad_weight = buffers->grad_weight;
     run.grad_bias = buffers->grad_bias;

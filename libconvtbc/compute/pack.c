@@ -6,10 +6,12 @@
 #include "compute/float_convert.h"
 
 ctbc_operand ctbc_operand_make(const void *data, const ctbc_layout *layout, ctbc_rounding rounding,
-                               ctbc_f16_load_fn f16_load)
+                               const ctbc_kernel *kernel)
 {
     ctbc_operand op;
-    op.f16_load = f16_load;
+    op.load16 = layout->dtype == CTBC_F16    ? kernel->f16_load
+                : layout->dtype == CTBC_BF16 ? kernel->bf16_load
+                                             : 0;
     op.data = data;
     op.dtype = layout->dtype;
     /* cubeMathType only ever rounds FLOAT operands */
@@ -58,6 +60,9 @@ static int kind_of(const ctbc_operand *op)
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
+/* A 16-bit kind the kernel set widens in bulk (unit stride only). */
+#define FAST16(op, kind, unit) (((kind) == KIND_F16 || (kind) == KIND_BF16) && (unit) && (op)->load16)
+
 ALWAYS_INLINE float load_kind(const void *data, int64_t i, const int kind)
 {
     switch (kind) {
@@ -103,8 +108,8 @@ ALWAYS_INLINE void convert_body(float *dst, const ctbc_operand *op, int64_t offs
     const void *data = op->data;
     if (unit)
         stride = 1;
-    if (kind == KIND_F16 && unit && op->f16_load) {
-        op->f16_load(dst, (const uint16_t *)data + offset, n);
+    if (FAST16(op, kind, unit)) {
+        op->load16(dst, (const uint16_t *)data + offset, n);
         return;
     }
     if (kind == KIND_F32 && unit) {
@@ -145,6 +150,11 @@ static void row_walker_next(row_walker *w)
     }
 }
 
+/* Floats widened per bulk call when packing 16-bit strips (a stack buffer). */
+#define STRIP_RUN_FLOATS 512
+
+static inline int64_t ctbc_min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
 ALWAYS_INLINE void pack_strips_body(float *dst, int64_t strip_rows, int64_t width,
                                     const ctbc_operand *op, row_walker w, int64_t r_begin,
                                     int64_t r_end, int64_t col0, int64_t ncols, const int kind,
@@ -152,15 +162,32 @@ ALWAYS_INLINE void pack_strips_body(float *dst, int64_t strip_rows, int64_t widt
 {
     const int64_t s2 = unit ? 1 : op->s2;
     const int64_t full = ncols / width, tail = ncols - full * width;
+    if (FAST16(op, kind, unit)) {
+        /* widen a run of whole strips of the row at once, then deal it out */
+        const int64_t per_run = STRIP_RUN_FLOATS / width;
+        for (int64_t r = r_begin; r < r_end; r++, row_walker_next(&w)) {
+            const uint16_t *src = (const uint16_t *)op->data + row_walker_offset(&w) + col0;
+            float *d = dst + r * width;
+            for (int64_t s0 = 0; s0 * width < ncols; s0 += per_run) {
+                float run[STRIP_RUN_FLOATS];
+                const int64_t n = ctbc_min64(per_run * width, ncols - s0 * width);
+                op->load16(run, src + s0 * width, n);
+                for (int64_t s = 0; s * width < n; s++, d += strip_rows * width) {
+                    const int64_t valid = n - s * width < width ? n - s * width : width;
+                    memcpy(d, run + s * width, (size_t)valid * sizeof(float));
+                    for (int64_t j = valid; j < width; j++)
+                        d[j] = 0.0f;
+                }
+            }
+        }
+        return;
+    }
     for (int64_t r = r_begin; r < r_end; r++, row_walker_next(&w)) {
         const int64_t row_off = row_walker_offset(&w) + col0 * s2;
         float *d = dst + r * width;
         for (int64_t s = 0; s < full; s++, d += strip_rows * width) {
             const int64_t off = row_off + s * width * s2;
-            if (kind == KIND_F16 && unit && op->f16_load)
-                op->f16_load(d, (const uint16_t *)op->data + off, width);
-            else
-                for (int64_t j = 0; j < width; j++)
+            for (int64_t j = 0; j < width; j++)
                     d[j] = load_kind(op->data, off + j * s2, kind);
         }
         if (tail) {
@@ -228,8 +255,11 @@ ALWAYS_INLINE void pack_weight_by_c(float *dst, int64_t nr, const ctbc_operand *
             for (int64_t o = 0; o < no; o++) {
                 float *d = dst + ((s * nk + kk) * no + o) * nr;
                 const int64_t off = (k0 + kk) * w->s0 + (c0 + s * nr) * s1 + (o0 + o) * w->s2;
-                for (int64_t j = 0; j < valid; j++)
-                    d[j] = load_kind(w->data, off + j * s1, kind);
+                if (FAST16(w, kind, unit))
+                    w->load16(d, (const uint16_t *)w->data + off, valid);
+                else
+                    for (int64_t j = 0; j < valid; j++)
+                        d[j] = load_kind(w->data, off + j * s1, kind);
                 for (int64_t j = valid; j < nr; j++)
                     d[j] = 0.0f;
             }
@@ -252,9 +282,9 @@ ALWAYS_INLINE void pack_weight_by_o(float *dst, int64_t nr, const ctbc_operand *
             float *d = dst + (s * nk + kk) * no * nr;
             for (int64_t j = 0; j < valid; j++) {
                 const int64_t off = (k0 + kk) * w->s0 + (c0 + s * nr + j) * w->s1 + o0;
-                if (kind == KIND_F16 && w->f16_load && no <= WEIGHT_ROW_MAX) {
+                if (FAST16(w, kind, 1) && no <= WEIGHT_ROW_MAX) {
                     float row[WEIGHT_ROW_MAX];
-                    w->f16_load(row, (const uint16_t *)w->data + off, no);
+                    w->load16(row, (const uint16_t *)w->data + off, no);
                     for (int64_t o = 0; o < no; o++)
                         d[o * nr + j] = row[o];
                 } else {
@@ -285,7 +315,7 @@ void ctbc_pack_weight(float *dst, int nr, const ctbc_operand *weight, int64_t k0
 
 void ctbc_store_tile(void *out, ctbc_dtype dtype, const float *src, int64_t ld, int64_t rows,
                      int64_t cols, int64_t row_first, int64_t row_split, int64_t rs_hi,
-                     int64_t rs_lo, int64_t cs, ctbc_f16_store_fn f16_store)
+                     int64_t rs_lo, int64_t cs, ctbc_h16_store_fn store16)
 {
     int64_t g_hi = row_first / row_split, g_lo = row_first % row_split;
     for (int64_t i = 0; i < rows; i++) {
@@ -307,8 +337,8 @@ void ctbc_store_tile(void *out, ctbc_dtype dtype, const float *src, int64_t ld, 
         }
         case CTBC_F16: {
             uint16_t *d = (uint16_t *)out + base;
-            if (cs == 1 && f16_store)
-                f16_store(d, s, cols);
+            if (cs == 1 && store16)
+                store16(d, s, cols);
             else if (cs == 1)
                 for (int64_t j = 0; j < cols; j++)
                     d[j] = ctbc_f32_to_f16(s[j]);
@@ -319,7 +349,9 @@ void ctbc_store_tile(void *out, ctbc_dtype dtype, const float *src, int64_t ld, 
         }
         case CTBC_BF16: {
             uint16_t *d = (uint16_t *)out + base;
-            if (cs == 1)
+            if (cs == 1 && store16)
+                store16(d, s, cols);
+            else if (cs == 1)
                 for (int64_t j = 0; j < cols; j++)
                     d[j] = ctbc_f32_to_bf16(s[j]);
             else

@@ -20,7 +20,7 @@ typedef struct {
     ctbc_dtype dtype;
     ctbc_rounding rounding; /* already NONE unless dtype is F32 */
     int64_t s0, s1, s2;     /* strides in elements */
-    ctbc_f16_load_fn f16_load; /* the kernel set's fast float16 widening, or NULL */
+    ctbc_h16_load_fn load16; /* the kernel set's widening of this 16-bit dtype, or NULL */
 } ctbc_operand;
 
 /* Address of element `offset` of a buffer of dtype. */
@@ -30,7 +30,13 @@ static inline void *ctbc_element_ptr(void *base, ctbc_dtype dtype, int64_t offse
 }
 
 ctbc_operand ctbc_operand_make(const void *data, const ctbc_layout *layout, ctbc_rounding rounding,
-                               ctbc_f16_load_fn f16_load);
+                               const ctbc_kernel *kernel);
+
+/* The kernel set's unit-stride narrowing to dtype (NULL: scalar, or F32). */
+static inline ctbc_h16_store_fn ctbc_store16_for(const ctbc_kernel *kernel, ctbc_dtype dtype)
+{
+    return dtype == CTBC_F16 ? kernel->f16_store : dtype == CTBC_BF16 ? kernel->bf16_store : 0;
+}
 
 /*
  * An operand the kernels can read in place: float32 without rounding, unit
@@ -76,11 +82,11 @@ void ctbc_pack_weight(float *dst, int nr, const ctbc_operand *weight, int64_t k0
 /*
  * Writes src[i*ld + j] (i < rows, j < cols) to the output element at
  * (g / row_split)*rs_hi + (g % row_split)*rs_lo + j*cs, g = row_first + i,
- * converted to dtype with round-to-nearest-even (f16_store, if not NULL,
- * does unit-stride float16 rows).
+ * converted to dtype with round-to-nearest-even (store16, if not NULL,
+ * does unit-stride 16-bit rows: see ctbc_store16_for).
  */
 void ctbc_store_tile(void *out, ctbc_dtype dtype, const float *src, int64_t ld, int64_t rows,
                      int64_t cols, int64_t row_first, int64_t row_split, int64_t rs_hi,
-                     int64_t rs_lo, int64_t cs, ctbc_f16_store_fn f16_store);
+                     int64_t rs_lo, int64_t cs, ctbc_h16_store_fn store16);
 
 #endif /* CONVTBC_COMPUTE_PACK_H */

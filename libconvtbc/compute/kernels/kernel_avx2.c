@@ -9,6 +9,7 @@
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
+#include <string.h>
 
 #define MR 6
 #define NR 16
@@ -76,31 +77,95 @@ static void ukr_avx2_6x16(const ctbc_ukr_args *args, const float *a, const float
 #undef CTBC_ADD_ROW
 }
 
-/* F16C conversions (every AVX2 CPU has F16C; cpu_features checks it). */
-static void f16_load_f16c(float *dst, const uint16_t *src, int64_t n)
+/*
+ * 16-bit conversions, 8 values per step. A tail of fewer than 8 goes
+ * through an 8-wide stack copy, so every value takes the same vector path.
+ */
+#define H16_LOAD(name, widen)                                                    \
+    static void name(float *dst, const uint16_t *src, int64_t n)                 \
+    {                                                                            \
+        int64_t i = 0;                                                           \
+        for (; i + 8 <= n; i += 8)                                               \
+            _mm256_storeu_ps(dst + i,                                            \
+                             widen(_mm_loadu_si128((const __m128i *)(src + i))));  \
+        if (i < n) {                                                             \
+            uint16_t in[8] = {0};                                                \
+            float out[8];                                                        \
+            memcpy(in, src + i, (size_t)(n - i) * sizeof(uint16_t));             \
+            _mm256_storeu_ps(out, widen(_mm_loadu_si128((const __m128i *)in)));  \
+            memcpy(dst + i, out, (size_t)(n - i) * sizeof(float));               \
+        }                                                                        \
+    }
+
+#define H16_STORE(name, narrow)                                                  \
+    static void name(uint16_t *dst, const float *src, int64_t n)                 \
+    {                                                                            \
+        int64_t i = 0;                                                           \
+        for (; i + 8 <= n; i += 8)                                               \
+            _mm_storeu_si128((__m128i *)(dst + i), narrow(_mm256_loadu_ps(src + i))); \
+        if (i < n) {                                                             \
+            float in[8] = {0};                                                   \
+            uint16_t out[8];                                                     \
+            memcpy(in, src + i, (size_t)(n - i) * sizeof(float));                \
+            _mm_storeu_si128((__m128i *)out, narrow(_mm256_loadu_ps(in)));       \
+            memcpy(dst + i, out, (size_t)(n - i) * sizeof(uint16_t));            \
+        }                                                                        \
+    }
+
+/* float16: F16C (every AVX2 CPU has it; cpu_features checks it). Its NaN
+ * narrowing sets the quiet bit and keeps the top mantissa bits, as the
+ * scalar code does; its widening quiets a signalling NaN, which the scalar
+ * code keeps as it is, so that bit is cleared again for those. */
+static inline __m256 f16_widen(__m128i h)
 {
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
-    for (; i < n; i++)
-        dst[i] = _cvtsh_ss(src[i]);
+    const __m256i t = _mm256_and_si256(_mm256_cvtepu16_epi32(h), _mm256_set1_epi32(0x7fff));
+    const __m256i snan = _mm256_and_si256(_mm256_cmpgt_epi32(t, _mm256_set1_epi32(0x7c00)),
+                                          _mm256_cmpgt_epi32(_mm256_set1_epi32(0x7e00), t));
+    const __m256i quiet_bit = _mm256_and_si256(snan, _mm256_set1_epi32(0x00400000));
+    return _mm256_castsi256_ps(
+        _mm256_andnot_si256(quiet_bit, _mm256_castps_si256(_mm256_cvtph_ps(h))));
+}
+static inline __m128i f16_narrow(__m256 f) { return _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT); }
+
+/* bfloat16: the top half of a float32. Narrowing rounds to nearest even by
+ * adding 0x7fff plus the lowest kept bit; a NaN keeps its top bits with
+ * the quiet bit set (the carry could otherwise turn it into Inf). */
+static inline __m256 bf16_widen(__m128i h)
+{
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-static void f16_store_f16c(uint16_t *dst, const float *src, int64_t n)
+static inline __m128i bf16_narrow(__m256 f)
 {
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128((__m128i *)(dst + i),
-                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
-    for (; i < n; i++)
-        dst[i] = _cvtss_sh(src[i], _MM_FROUND_TO_NEAREST_INT);
+    const __m256i u = _mm256_castps_si256(f);
+    const __m256i abs = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff));
+    const __m256i nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f800000));
+    const __m256i hi = _mm256_srli_epi32(u, 16);
+    const __m256i odd = _mm256_and_si256(hi, _mm256_set1_epi32(1));
+    const __m256i rounded = _mm256_srli_epi32(
+        _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), odd), 16);
+    const __m256i quiet = _mm256_or_si256(hi, _mm256_set1_epi32(0x40));
+    const __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);
+    /* every lane is <= 0xffff: the unsigned saturating pack is exact */
+    return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
 }
 
-const ctbc_kernel ctbc_kernel_avx2 = {"avx2", MR, NR, ukr_avx2_6x16, f16_load_f16c,
-                                      f16_store_f16c};
+H16_LOAD(f16_load_avx2, f16_widen)
+H16_STORE(f16_store_avx2, f16_narrow)
+H16_LOAD(bf16_load_avx2, bf16_widen)
+H16_STORE(bf16_store_avx2, bf16_narrow)
+
+const ctbc_kernel ctbc_kernel_avx2 = {.name = "avx2",
+                                      .mr = MR,
+                                      .nr = NR,
+                                      .ukr = ukr_avx2_6x16,
+                                      .f16_load = f16_load_avx2,
+                                      .bf16_load = bf16_load_avx2,
+                                      .f16_store = f16_store_avx2,
+                                      .bf16_store = bf16_store_avx2};
 
 #else
 
-const ctbc_kernel ctbc_kernel_avx2 = {"avx2", 6, 16, 0, 0, 0};
+const ctbc_kernel ctbc_kernel_avx2 = {.name = "avx2", .mr = 6, .nr = 16};
 
 #endif

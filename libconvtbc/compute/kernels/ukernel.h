@@ -43,18 +43,19 @@ typedef void (*ctbc_ukr_fn)(const ctbc_ukr_args *args, const float *a, const flo
 #define CTBC_MR_MAX 8
 #define CTBC_NR_MAX 32
 
-/* Unit-stride float16 conversions (exact widening; narrowing with
- * round-to-nearest-even, NaN kept quiet, overflow to Inf: the same bits as
- * float_convert.h). NULL: the framework's scalar loops are used. */
-typedef void (*ctbc_f16_load_fn)(float *dst, const uint16_t *src, int64_t n);
-typedef void (*ctbc_f16_store_fn)(uint16_t *dst, const float *src, int64_t n);
+/* Unit-stride conversions between float32 and a 16-bit format (float16 or
+ * bfloat16): exact widening; narrowing with round-to-nearest-even, NaN kept
+ * quiet, overflow to Inf: the same bits as float_convert.h. NULL: the
+ * framework's scalar loops are used. */
+typedef void (*ctbc_h16_load_fn)(float *dst, const uint16_t *src, int64_t n);
+typedef void (*ctbc_h16_store_fn)(uint16_t *dst, const float *src, int64_t n);
 
 typedef struct {
     const char *name;
     int mr, nr;
     ctbc_ukr_fn ukr; /* NULL when the compiler could not build this ISA */
-    ctbc_f16_load_fn f16_load;
-    ctbc_f16_store_fn f16_store;
+    ctbc_h16_load_fn f16_load, bf16_load;
+    ctbc_h16_store_fn f16_store, bf16_store;
 } ctbc_kernel;
 
 extern const ctbc_kernel ctbc_kernel_portable;
