@@ -192,5 +192,5 @@ void ctbc_grad_input_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch 
     const ctbc_layout *lay = &p->grad_input;
     ctbc_store_tile(ctbc_element_ptr(run->grad_input, lay->dtype, c0 * lay->stride[2]), lay->dtype,
                     cbuf, nbp, mb, nb, m0, b_size, lay->stride[0], lay->stride[1], lay->stride[2],
-                    ctbc_store16_for(run->kernel, lay->dtype));
+                    ctbc_store16_for(run->kernel, lay->dtype), run->kernel->transpose);
 }

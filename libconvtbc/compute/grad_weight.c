@@ -202,6 +202,6 @@ void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch
         const int64_t cs = o_on_m ? gw->stride[1] : gw->stride[2];
         void *out = ctbc_element_ptr(run->grad_weight, gw->dtype, k * gw->stride[0] + n0 * cs);
         ctbc_store_tile(out, gw->dtype, ck, nbp, mb, nb, m0, INT64_MAX, 0, rs, cs,
-                        ctbc_store16_for(run->kernel, gw->dtype));
+                        ctbc_store16_for(run->kernel, gw->dtype), run->kernel->transpose);
     }
 }

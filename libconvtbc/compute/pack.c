@@ -9,6 +9,7 @@ ctbc_operand ctbc_operand_make(const void *data, const ctbc_layout *layout, ctbc
                                const ctbc_kernel *kernel)
 {
     ctbc_operand op;
+    op.transpose = kernel->transpose;
     op.load16 = layout->dtype == CTBC_F16    ? kernel->f16_load
                 : layout->dtype == CTBC_BF16 ? kernel->bf16_load
                                              : 0;
@@ -280,6 +281,25 @@ ALWAYS_INLINE void pack_weight_by_o(float *dst, int64_t nr, const ctbc_operand *
         const int64_t valid = nc - s * nr < nr ? nc - s * nr : nr;
         for (int64_t kk = 0; kk < nk; kk++) {
             float *d = dst + (s * nk + kk) * no * nr;
+            if (!FAST16(w, kind, 1)) {
+                /* o outer: the panel is written in order, and the nr weight
+                 * rows being read stay in L1 */
+                const int64_t off = (k0 + kk) * w->s0 + (c0 + s * nr) * w->s1 + o0;
+                if (kind == KIND_F32 && w->transpose) {
+                    w->transpose(d, nr, (const float *)w->data + off, w->s1, valid, no);
+                    if (valid < nr)
+                        for (int64_t o = 0; o < no; o++)
+                            memset(d + o * nr + valid, 0, (size_t)(nr - valid) * sizeof(float));
+                    continue;
+                }
+                for (int64_t o = 0; o < no; o++) {
+                    for (int64_t j = 0; j < valid; j++)
+                        d[o * nr + j] = load_kind(w->data, off + j * w->s1 + o, kind);
+                    for (int64_t j = valid; j < nr; j++)
+                        d[o * nr + j] = 0.0f;
+                }
+                continue;
+            }
             for (int64_t j = 0; j < valid; j++) {
                 const int64_t off = (k0 + kk) * w->s0 + (c0 + s * nr + j) * w->s1 + o0;
                 if (FAST16(w, kind, 1) && no <= WEIGHT_ROW_MAX) {
@@ -313,11 +333,49 @@ void ctbc_pack_weight(float *dst, int nr, const ctbc_operand *weight, int64_t k0
     }
 }
 
+/* Column run narrowed per bulk call in a transposed store. */
+#define STORE_RUN 256
+
 void ctbc_store_tile(void *out, ctbc_dtype dtype, const float *src, int64_t ld, int64_t rows,
                      int64_t cols, int64_t row_first, int64_t row_split, int64_t rs_hi,
-                     int64_t rs_lo, int64_t cs, ctbc_h16_store_fn store16)
+                     int64_t rs_lo, int64_t cs, ctbc_h16_store_fn store16,
+                     ctbc_transpose_fn transpose)
 {
     int64_t g_hi = row_first / row_split, g_lo = row_first % row_split;
+    if (cs != 1 && rs_lo == 1 && g_lo + rows <= row_split) {
+        /* the tile's rows are the output's unit-stride dimension (a
+         * transposed store): write along them, reading the tile by column */
+        const int64_t base = g_hi * rs_hi + g_lo;
+        if (dtype == CTBC_F32 && transpose) {
+            transpose((float *)out + base, cs, src, ld, rows, cols);
+            return;
+        }
+        for (int64_t j = 0; j < cols; j++) {
+            const float *s = src + j;
+            if (dtype == CTBC_F32) {
+                float *d = (float *)out + base + j * cs;
+                for (int64_t i = 0; i < rows; i++)
+                    d[i] = s[i * ld];
+                continue;
+            }
+            uint16_t *d = (uint16_t *)out + base + j * cs;
+            for (int64_t i0 = 0; i0 < rows; i0 += STORE_RUN) {
+                const int64_t n = rows - i0 < STORE_RUN ? rows - i0 : STORE_RUN;
+                float column[STORE_RUN];
+                for (int64_t i = 0; i < n; i++)
+                    column[i] = s[(i0 + i) * ld];
+                if (store16)
+                    store16(d + i0, column, n);
+                else if (dtype == CTBC_F16)
+                    for (int64_t i = 0; i < n; i++)
+                        d[i0 + i] = ctbc_f32_to_f16(column[i]);
+                else
+                    for (int64_t i = 0; i < n; i++)
+                        d[i0 + i] = ctbc_f32_to_bf16(column[i]);
+            }
+        }
+        return;
+    }
     for (int64_t i = 0; i < rows; i++) {
         const int64_t base = g_hi * rs_hi + g_lo * rs_lo;
         if (++g_lo == row_split) {

@@ -21,6 +21,7 @@ typedef struct {
     ctbc_rounding rounding; /* already NONE unless dtype is F32 */
     int64_t s0, s1, s2;     /* strides in elements */
     ctbc_h16_load_fn load16; /* the kernel set's widening of this 16-bit dtype, or NULL */
+    ctbc_transpose_fn transpose; /* the kernel set's float32 transpose, or NULL */
 } ctbc_operand;
 
 /* Address of element `offset` of a buffer of dtype. */
@@ -83,10 +84,12 @@ void ctbc_pack_weight(float *dst, int nr, const ctbc_operand *weight, int64_t k0
  * Writes src[i*ld + j] (i < rows, j < cols) to the output element at
  * (g / row_split)*rs_hi + (g % row_split)*rs_lo + j*cs, g = row_first + i,
  * converted to dtype with round-to-nearest-even (store16, if not NULL,
- * does unit-stride 16-bit rows: see ctbc_store16_for).
+ * does unit-stride 16-bit rows: see ctbc_store16_for; transpose, if not
+ * NULL, does float32 tiles whose rows are the output's unit stride).
  */
 void ctbc_store_tile(void *out, ctbc_dtype dtype, const float *src, int64_t ld, int64_t rows,
                      int64_t cols, int64_t row_first, int64_t row_split, int64_t rs_hi,
-                     int64_t rs_lo, int64_t cs, ctbc_h16_store_fn store16);
+                     int64_t rs_lo, int64_t cs, ctbc_h16_store_fn store16,
+                     ctbc_transpose_fn transpose);
 
 #endif /* CONVTBC_COMPUTE_PACK_H */

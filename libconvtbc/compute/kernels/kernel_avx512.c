@@ -47,10 +47,10 @@ static void ukr_avx512_6x32(const ctbc_ukr_args *args, const float *a, const flo
     }
 }
 
-const ctbc_kernel ctbc_kernel_avx512 = {"avx512", MR, NR, ukr_avx512_6x32, 0, 0, 0, 0};
+const ctbc_kernel ctbc_kernel_avx512 = {"avx512", MR, NR, ukr_avx512_6x32, 0, 0, 0, 0, 0};
 
 #else
 
-const ctbc_kernel ctbc_kernel_avx512 = {"avx512", 6, 32, 0, 0, 0, 0, 0};
+const ctbc_kernel ctbc_kernel_avx512 = {"avx512", 6, 32, 0, 0, 0, 0, 0, 0};
 
 #endif

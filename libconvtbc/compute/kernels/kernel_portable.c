@@ -30,4 +30,4 @@ static void ukr_portable_4x8(const ctbc_ukr_args *args, const float *a, const fl
             c[i * ldc + j] += acc[i][j];
 }
 
-const ctbc_kernel ctbc_kernel_portable = {"portable", MR, NR, ukr_portable_4x8, 0, 0, 0, 0};
+const ctbc_kernel ctbc_kernel_portable = {"portable", MR, NR, ukr_portable_4x8, 0, 0, 0, 0, 0};

@@ -50,12 +50,18 @@ typedef void (*ctbc_ukr_fn)(const ctbc_ukr_args *args, const float *a, const flo
 typedef void (*ctbc_h16_load_fn)(float *dst, const uint16_t *src, int64_t n);
 typedef void (*ctbc_h16_store_fn)(uint16_t *dst, const float *src, int64_t n);
 
+/* dst[j*ld_dst + i] = src[i*ld_src + j] for i < rows, j < cols (float32
+ * transpose, exact). NULL: the framework's scalar loops are used. */
+typedef void (*ctbc_transpose_fn)(float *dst, int64_t ld_dst, const float *src, int64_t ld_src,
+                                  int64_t rows, int64_t cols);
+
 typedef struct {
     const char *name;
     int mr, nr;
     ctbc_ukr_fn ukr; /* NULL when the compiler could not build this ISA */
     ctbc_h16_load_fn f16_load, bf16_load;
     ctbc_h16_store_fn f16_store, bf16_store;
+    ctbc_transpose_fn transpose;
 } ctbc_kernel;
 
 extern const ctbc_kernel ctbc_kernel_portable;
