@@ -33,6 +33,11 @@
 /* grad_input reduces over (tap, c_out) pairs; aim for this many per block */
 #define GI_REDUCTION 384
 #define GB_CHUNK 256
+/* taps per grad_weight tile when taps lie on the mr side */
+#define GW_TAPS_MAX 48
+#ifndef CTBC_GW_TAPS_MIN_B /* tests lower it to exercise the taps layout */
+#define CTBC_GW_TAPS_MIN_B 8
+#endif
 
 _Static_assert(sizeof(ctbc_blocking) <= sizeof(((ctbc_plan *)0)->block),
                "blocking must fit in ctbc_plan.block");
@@ -72,6 +77,23 @@ void ctbc_blocking_choose(const ctbc_problem *p, ctbc_isa isa, ctbc_blocking *bl
     const int64_t gw_blocks = ctbc_max(1, CBUF_FLOATS / (kg * bl->gw_bm * bl->gw_bn));
     bl->gw_chunk = (int32_t)ctbc_min(ctbc_round_up(gw_m, bl->gw_bm), gw_blocks * bl->gw_bm);
 
+    /* A single output channel would fill one row of mr: put mr taps there
+     * instead (each grad_output row then pairs with mr input rows b_size
+     * apart), reducing over input rows. Rows where only some of the mr taps
+     * reach grad_output come in runs of b_size rows, each run one more
+     * kernel call: not worth it for small batches. */
+    if (p->c_out == 1 && p->k >= 2 && mr >= 2 && p->b >= CTBC_GW_TAPS_MIN_B) {
+        bl->gw_taps = 1;
+        bl->gw_o_on_m = 1;
+        bl->gw_bm = (int32_t)mr;
+        bl->gw_chunk = (int32_t)mr;
+        bl->gw_bn = (int32_t)ctbc_min(ctbc_round_up(c_in, nr), NC_TILES * nr);
+        bl->gw_kc = KC;
+        /* taps per tile (one kc-row grad_output column each, plus mr - 1) */
+        kg = ctbc_min(ctbc_min(p->k, GW_TAPS_MAX), CBUF_FLOATS / bl->gw_bn / mr * mr);
+        bl->gw_kg = (int32_t)ctbc_max(kg, 1);
+    }
+
     /* grad_input: rows (t, b), columns c_in, reduction (k, o) */
     bl->gi_bm = (int32_t)ctbc_min(ctbc_round_up(ctbc_max(p->t * p->b, 1), mr), MC_TILES * mr);
     bl->gi_bn = (int32_t)ctbc_min(ctbc_round_up(c_in, nr), NC_TILES * nr);
@@ -103,16 +125,22 @@ void ctbc_ws_layout_of(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_l
     const int64_t b = p->b;
     /* grad_weight */
     const int64_t gw_window = (int64_t)bl->gw_kc + (bl->gw_kg - 1) * b;
-    const int64_t gw_c = (int64_t)bl->gw_kg * bl->gw_chunk * bl->gw_bn;
+    const int64_t gw_c = bl->gw_taps ? ctbc_round_up(bl->gw_kg, bl->gw_bm) * bl->gw_bn
+                                     : (int64_t)bl->gw_kg * bl->gw_chunk * bl->gw_bn;
     const int64_t gw_a = (bl->gw_o_on_m ? bl->gw_kc : gw_window) * (int64_t)bl->gw_bm;
-    const int64_t gw_b = (bl->gw_o_on_m ? gw_window : bl->gw_kc) * (int64_t)bl->gw_bn;
+    int64_t gw_b = (bl->gw_o_on_m ? gw_window : bl->gw_kc) * (int64_t)bl->gw_bn;
+    int64_t gw_a_taps = 0;
+    if (bl->gw_taps) {
+        gw_b = (int64_t)bl->gw_kc * bl->gw_bn;
+        gw_a_taps = (int64_t)bl->gw_kc * (bl->gw_kg + bl->gw_bm - 1);
+    }
     /* grad_input */
     const int64_t gi_c = (int64_t)bl->gi_chunk * bl->gi_bn;
     const int64_t gi_a = ((int64_t)bl->gi_bm + (bl->gi_kg - 1) * b) * bl->gi_ko;
     const int64_t gi_b = (int64_t)bl->gi_bn * bl->gi_kg * bl->gi_ko;
 
     ws->cbuf = floats64(ctbc_max(gw_c, gi_c));
-    ws->abuf = floats64(ctbc_max(gw_a, gi_a));
+    ws->abuf = floats64(ctbc_max(ctbc_max(gw_a, gw_a_taps), gi_a));
     ws->bbuf = floats64(ctbc_max(gw_b, gi_b));
     ws->per_thread = ws->cbuf + ws->abuf + ws->bbuf;
 }

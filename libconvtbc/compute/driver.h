@@ -19,6 +19,8 @@ typedef struct {
     int32_t parallel;   /* 1: enough work to open an OpenMP region */
     /* grad_weight = per tap k, a [c_in x c_out] GEMM reducing over (t, b) */
     int32_t gw_o_on_m;  /* 1: c_out on the micro-tile's mr side (small c_out) */
+    int32_t gw_taps;    /* 1 (c_out == 1): taps on the mr side, c_in on the nr
+                           side, reducing over input rows; gw_kg taps a tile */
     int32_t gw_bm;      /* block along the mr side (multiple of mr) */
     int32_t gw_chunk;   /* mr-side extent of a tile (multiple of gw_bm): the
                            nr-side block is packed once for all of it */
@@ -59,6 +61,11 @@ typedef struct {
 typedef struct {
     float *cbuf, *abuf, *bbuf;
 } ctbc_scratch;
+
+/* Computes the full micro-tile of one kernel call into scratch and adds only
+ * the rows whose row_ok flag is set to c. */
+void ctbc_edge_rows(const ctbc_kernel *kern, const ctbc_ukr_args *args, const float *a,
+                    const float *b, float *c, int64_t ldc, const unsigned char *row_ok);
 
 int64_t ctbc_grad_weight_tiles(const ctbc_run *run);
 void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch);

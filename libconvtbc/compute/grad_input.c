@@ -38,21 +38,6 @@ int64_t ctbc_grad_input_tiles(const ctbc_run *run)
     return s.tiles_m * s.tiles_n;
 }
 
-/* The shared edge helper: computes the full micro-tile into scratch and adds
- * only the rows whose flag is set. */
-static void edge_rows(const ctbc_kernel *kern, const ctbc_ukr_args *args, const float *a,
-                      const float *b, float *c, int64_t ldc, const unsigned char *row_ok)
-{
-    float tile[CTBC_MR_MAX * CTBC_NR_MAX];
-    const int mr = kern->mr, nr = kern->nr;
-    memset(tile, 0, sizeof(float) * (size_t)(mr * nr));
-    kern->ukr(args, a, b, tile, nr);
-    for (int i = 0; i < mr; i++)
-        if (row_ok[i])
-            for (int j = 0; j < nr; j++)
-                c[i * ldc + j] += tile[i * nr + j];
-}
-
 /* What one (tap group, c_out block) step of a tile works on. */
 typedef struct {
     int64_t k0, k1, o0, no;
@@ -147,7 +132,7 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
                     a = window_buf;
                 }
                 const ctbc_ukr_args args = {1, no, ld, 1, 0, nr, 0};
-                edge_rows(kern, &args, a, b_js + (k - k0) * no * nr, c_tile, ldc, row_ok);
+                ctbc_edge_rows(kern, &args, a, b_js + (k - k0) * no * nr, c_tile, ldc, row_ok);
             }
         }
     }

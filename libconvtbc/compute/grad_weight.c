@@ -25,6 +25,7 @@ typedef struct {
 
 static gw_shape shape_of(const ctbc_run *run)
 {
+    /* (with gw_taps: m_size 1, one mr-side tile) */
     const ctbc_problem *p = run->problem;
     const ctbc_blocking *bl = &run->blocking;
     gw_shape s;
@@ -108,8 +109,135 @@ static side side_make(const ctbc_operand *op, int64_t b_size, int64_t rows_total
     return sd;
 }
 
+/* dst[i] = column 0 of operand row first + i for i < n, zero where the
+ * row lies outside [0, rows_total). */
+static void pack_column(float *dst, const ctbc_operand *op, int64_t b_size, int64_t rows_total,
+                        int64_t first, int64_t n)
+{
+    const int64_t lo = ctbc_clamp(-first, 0, n), hi = ctbc_clamp(rows_total - first, lo, n);
+    for (int64_t i = 0; i < lo; i++)
+        dst[i] = 0.0f;
+    for (int64_t i = hi; i < n; i++)
+        dst[i] = 0.0f;
+    if (lo >= hi)
+        return;
+    const int64_t g = first + lo;
+    /* rows equally spaced (all in one time step, or b rows one t apart) */
+    int64_t step = -1;
+    if (b_size == 1)
+        step = op->s0;
+    else if (op->s0 == b_size * op->s1 || g / b_size == (first + hi - 1) / b_size)
+        step = op->s1;
+    if (step >= 0)
+        ctbc_convert_run(dst + lo, op, (g / b_size) * op->s0 + (g % b_size) * op->s1, step, hi - lo);
+    else
+        ctbc_pack_rows(dst + lo, 1, hi - lo, op, b_size, g, g, first + hi, 0, 1);
+}
+
+/*
+ * c_out == 1 (gw_taps): the tile is taps [k0, k1) x c_in block [n0, n0 + nb),
+ * reducing over input rows X. Tap k pairs input row X with grad_output row
+ * X - (k - pad)*b_size, so with the grad_output column packed once per tap
+ * (rows of the block shifted by that tap) mr taps are mr rows of the
+ * kernel's A, and one input row serves all mr of them. Input rows where only some taps of the micro-tile
+ * have a grad_output row go through a scratch tile keeping those taps' rows.
+ */
+static void taps_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)
+{
+    const ctbc_problem *p = run->problem;
+    const ctbc_blocking *bl = &run->blocking;
+    const ctbc_kernel *kern = run->kernel;
+    const int64_t mr = kern->mr, nr = kern->nr, b_size = p->b, pad = p->pad;
+    const int64_t tiles_n = ctbc_ceil_div(p->c_in, bl->gw_bn);
+    const int64_t ni = tile % tiles_n, gi = tile / tiles_n;
+    const int64_t n0 = ni * bl->gw_bn, nb = ctbc_min(bl->gw_bn, p->c_in - n0);
+    const int64_t k0 = gi * bl->gw_kg, k1 = ctbc_min(p->k, k0 + bl->gw_kg);
+    const int64_t nbp = ctbc_round_up(nb, nr), strips_n = nbp / nr;
+    const int64_t kgp = ctbc_round_up(k1 - k0, mr);
+    const int64_t input_rows = p->t * b_size, g_rows = p->t_out * b_size;
+
+    float *cbuf = scratch->cbuf;
+    memset(cbuf, 0, (size_t)(kgp * nbp) * sizeof(float));
+
+    /* input rows tap k reaches: [lo(k), hi(k)), both increasing in k */
+#define TAP_LO(k) ctbc_clamp(((k) - pad) * b_size, 0, input_rows)
+#define TAP_HI(k) ctbc_clamp(((k) - pad) * b_size + g_rows, 0, input_rows)
+    const int64_t x_lo = TAP_LO(k0), x_hi = TAP_HI(k1 - 1);
+    const int64_t n_blocks = x_hi > x_lo ? ctbc_ceil_div(x_hi - x_lo, bl->gw_kc) : 0;
+    const int64_t block_rows = n_blocks ? ctbc_ceil_div(x_hi - x_lo, n_blocks) : 0;
+    for (int64_t x0 = x_lo; x0 < x_hi; x0 += block_rows) {
+        const int64_t x1 = ctbc_min(x_hi, x0 + block_rows);
+        /* grad_output column per tap: gcol[q*len + w] = grad_output row
+         * x0 + w - (k0 + q - pad)*b_size (zero where there is none; those
+         * products are never kept), for q < k1 - k0 + mr - 1 */
+        const int64_t len = x1 - x0;
+        float *gcol = scratch->abuf;
+        for (int64_t q = 0; q < k1 - k0 + mr - 1; q++)
+            pack_column(gcol + q * len, &run->grad_output, b_size, g_rows,
+                        x0 - (k0 + q - pad) * b_size, len);
+        const side nside = side_make(&run->input, b_size, input_rows, scratch->bbuf, x1 - x0, nr,
+                                     x0, x0, x1, n0, nb, kgp / mr, DIRECT_REUSE_N);
+        for (int64_t js = 0; js < strips_n; js++) {
+            for (int64_t ks = k0; ks < k1; ks += mr) {
+                const int64_t nk = ctbc_min(mr, k1 - ks);
+                /* segment [x0, x1) at every row where a tap starts or stops */
+                int64_t cut[4 * CTBC_MR_MAX + 2];
+                int n_cut = 0;
+                cut[n_cut++] = x0;
+                cut[n_cut++] = x1;
+                for (int64_t i = 0; i < nk; i++) {
+                    const int64_t e[2] = {TAP_LO(ks + i), TAP_HI(ks + i)};
+                    for (int q = 0; q < 2; q++)
+                        if (e[q] > x0 && e[q] < x1)
+                            cut[n_cut++] = e[q];
+                }
+                for (int a = 1; a < n_cut; a++) /* insertion sort, <= 26 values */
+                    for (int c = a; c > 0 && cut[c - 1] > cut[c]; c--) {
+                        const int64_t t = cut[c];
+                        cut[c] = cut[c - 1];
+                        cut[c - 1] = t;
+                    }
+                float *c_tile = cbuf + (ks - k0) * nbp + js * nr;
+                for (int sgi = 0; sgi + 1 < n_cut; sgi++) {
+                    const int64_t sa = cut[sgi], sb = cut[sgi + 1];
+                    if (sa >= sb)
+                        continue;
+                    unsigned char row_ok[CTBC_MR_MAX] = {0};
+                    int n_ok = 0;
+                    for (int64_t i = 0; i < nk; i++) {
+                        row_ok[i] = TAP_LO(ks + i) <= sa && sb <= TAP_HI(ks + i);
+                        n_ok += row_ok[i];
+                    }
+                    if (!n_ok)
+                        continue;
+                    int64_t b_step;
+                    const float *bp = side_at(&nside, js, js < nside.direct_strips ? sa : sa - x0,
+                                              &b_step);
+                    const float *ap = gcol + (ks - k0) * len + (sa - x0);
+                    const ctbc_ukr_args args = {1, sb - sa, len, 1, 0, b_step, 0};
+                    if (n_ok == nk) /* rows past nk are padding rows of cbuf */
+                        kern->ukr(&args, ap, bp, c_tile, nbp);
+                    else
+                        ctbc_edge_rows(kern, &args, ap, bp, c_tile, nbp, row_ok);
+                }
+            }
+        }
+    }
+#undef TAP_LO
+#undef TAP_HI
+
+    const ctbc_layout *gw = &p->grad_weight;
+    void *out = ctbc_element_ptr(run->grad_weight, gw->dtype, n0 * gw->stride[1]);
+    ctbc_store_tile(out, gw->dtype, cbuf, nbp, k1 - k0, nb, k0, INT64_MAX, 0, gw->stride[0],
+                    gw->stride[1], ctbc_store16_for(run->kernel, gw->dtype), run->kernel->transpose);
+}
+
 void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)
 {
+    if (run->blocking.gw_taps) {
+        taps_tile(run, tile, scratch);
+        return;
+    }
     const ctbc_problem *p = run->problem;
     const ctbc_blocking *bl = &run->blocking;
     const ctbc_kernel *kern = run->kernel;
