@@ -115,7 +115,7 @@ void ctbc_blocking_choose(const ctbc_problem *p, ctbc_isa isa, ctbc_blocking *bl
      * problems (flops counts both GEMMs). */
     const double flops = 4.0 * (double)p->t_out * (double)p->b * (double)p->c_in *
                          (double)p->c_out * (double)p->k;
-    bl->parallel = flops >= 2e6;
+    bl->parallel = flops >= 2e5;
 }
 
 static int64_t floats64(int64_t n) { return ctbc_round_up(ctbc_max(n, 1), 16); }

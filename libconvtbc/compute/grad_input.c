@@ -18,6 +18,9 @@
 
 #include "compute/driver.h"
 
+/* Multiply-adds below which partial taps are merged when the weights allow */
+#define GI_MERGE_MACS 5e7
+
 typedef struct {
     int64_t m_size, tiles_m, tiles_n;
 } gi_shape;
@@ -38,10 +41,25 @@ int64_t ctbc_grad_input_tiles(const ctbc_run *run)
     return s.tiles_m * s.tiles_n;
 }
 
+/* No Inf or NaN among x[0..n) (branch-free: the loop vectorises). */
+static int panel_finite(const float *x, int64_t n)
+{
+    uint32_t max_exp = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, x + i, sizeof u);
+        u &= 0x7f800000u;
+        max_exp = u > max_exp ? u : max_exp;
+    }
+    return max_exp != 0x7f800000u;
+}
+
 /* What one (tap group, c_out block) step of a tile works on. */
 typedef struct {
     int64_t k0, k1, o0, no;
     const float *weight_panel; /* [strip][k - k0][o][nr] */
+    int finite;                /* 1: no Inf or NaN in the panel */
+    int merge;                 /* 1: merge partial taps when finite */
 } reduction_block;
 
 /* Rows [m0, m0 + mb) of the tile (one window) against one reduction block;
@@ -66,7 +84,12 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
     int64_t g_rs = 0;
     /* in place only when its rows are close together (a window's worth of
      * rows then spans few pages, as a packed window would) */
-    const int direct = ctbc_operand_direct(&run->grad_output, b_size, g_rows, &g_rs) &&
+    /* With a finite weight panel, the zero rows of a packed window may be
+     * multiplied (0 * w adds an exact zero, and the sums never hold -0), so
+     * every tap a micro-tile touches goes through one kernel call. Small
+     * problems, where partial micro-tiles are many, take that path. */
+    const int merged = rb->finite && rb->merge;
+    const int direct = !merged && ctbc_operand_direct(&run->grad_output, b_size, g_rows, &g_rs) &&
                        g_rs <= 1024;
     const float *g_direct = (const float *)run->grad_output.data + rb->o0;
 
@@ -95,6 +118,10 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
                 kf_hi = kf_lo;
             const int64_t ka_lo = ctbc_max(k0, t_lo + pad - t_out + 1);
             const int64_t ka_hi = ctbc_min(k1, t_hi + pad + 1);
+            if (merged) {
+                kf_lo = ka_lo;
+                kf_hi = ka_hi;
+            }
             float *c_tile = cbuf + is * mr * ldc + js * nr;
             if (kf_lo < kf_hi) {
                 const float *b = b_js + (kf_lo - k0) * no * nr;
@@ -160,12 +187,17 @@ void ctbc_grad_input_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch 
     const int64_t k_any_lo = ctbc_max(0, t_first + pad - t_out + 1);
     const int64_t k_any_hi = ctbc_min(p->k, t_last + pad + 1);
 
+    /* small problems: merge partial taps (see window_step) */
+    const int merge = (double)p->t * (double)p->b * (double)p->c_in * (double)p->k *
+                          (double)p->c_out < GI_MERGE_MACS;
     for (int64_t k0 = k_any_lo; k0 < k_any_hi; k0 += bl->gi_kg) {
         const int64_t k1 = ctbc_min(k_any_hi, k0 + bl->gi_kg);
         for (int64_t o0 = 0; o0 < p->c_out; o0 += bl->gi_ko) {
             const int64_t no = ctbc_min(bl->gi_ko, p->c_out - o0);
             ctbc_pack_weight(scratch->bbuf, (int)nr, &run->weight, k0, k1 - k0, o0, no, c0, nb);
-            const reduction_block rb = {k0, k1, o0, no, scratch->bbuf};
+            const int64_t panel = strips_n * (k1 - k0) * no * nr;
+            int finite = merge && panel_finite(scratch->bbuf, panel);
+            const reduction_block rb = {k0, k1, o0, no, scratch->bbuf, finite, merge};
             for (int64_t w0 = 0; w0 < mb; w0 += bl->gi_bm) {
                 const int64_t wb = ctbc_min(bl->gi_bm, mb - w0);
                 window_step(run, &rb, m0 + w0, wb, strips_n, cbuf + w0 * nbp, nbp,

@@ -1,6 +1,7 @@
 /* Packing and storing (see pack.h). */
 #include "compute/pack.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "compute/float_convert.h"
@@ -350,6 +351,23 @@ void ctbc_store_tile(void *out, ctbc_dtype dtype, const float *src, int64_t ld, 
             transpose((float *)out + base, cs, src, ld, rows, cols);
             return;
         }
+        if (store16 && transpose && rows <= STORE_RUN) {
+            /* transpose a run of columns, then narrow it: in one call when
+             * the output columns follow each other (cs == rows) */
+            float run[STORE_RUN * 8];
+            const int64_t per = STORE_RUN * 8 / rows;
+            uint16_t *d = (uint16_t *)out + base;
+            for (int64_t j0 = 0; j0 < cols; j0 += per) {
+                const int64_t n = cols - j0 < per ? cols - j0 : per;
+                transpose(run, rows, src + j0, ld, rows, n);
+                if (cs == rows)
+                    store16(d + j0 * cs, run, n * rows);
+                else
+                    for (int64_t j = 0; j < n; j++)
+                        store16(d + (j0 + j) * cs, run + j * rows, rows);
+            }
+            return;
+        }
         for (int64_t j = 0; j < cols; j++) {
             const float *s = src + j;
             if (dtype == CTBC_F32) {
@@ -374,6 +392,17 @@ void ctbc_store_tile(void *out, ctbc_dtype dtype, const float *src, int64_t ld, 
                         d[i0 + i] = ctbc_f32_to_bf16(column[i]);
             }
         }
+        return;
+    }
+    const int one_group = g_lo + rows <= row_split;
+    if (cs == 1 && ld == cols && rs_lo == cols && (dtype == CTBC_F32 || store16) &&
+        (one_group || (row_split <= INT64_MAX / (cols ? cols : 1) && rs_hi == row_split * cols))) {
+        /* source and destination rows both follow each other: one run */
+        const int64_t base = g_hi * rs_hi + g_lo * rs_lo;
+        if (dtype == CTBC_F32)
+            memcpy((float *)out + base, src, (size_t)(rows * cols) * sizeof(float));
+        else
+            store16((uint16_t *)out + base, src, rows * cols);
         return;
     }
     for (int64_t i = 0; i < rows; i++) {
