@@ -18,6 +18,9 @@
 
 #include "compute/driver.h"
 
+/* Micro-tile rows of a window whose time steps are computed once */
+#define T_CACHE 64
+
 /* Multiply-adds below which partial taps are merged when the weights allow */
 #define GI_MERGE_MACS 5e7
 
@@ -102,6 +105,15 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
                        g_first, 0, g_rows, rb->o0, no);
     const int64_t b_strip = nk * no * nr;
 
+    /* time steps of the first and last row of each micro-tile (the same for
+     * every strip: two divisions per micro-tile, not per kernel call) */
+    int64_t t_cache[T_CACHE][2];
+    for (int64_t is = 0; is < mbp / mr && is < T_CACHE; is++) {
+        const int64_t row0 = m0 + is * mr, valid = ctbc_min(mr, m0 + mb - row0);
+        t_cache[is][0] = row0 / b_size;
+        t_cache[is][1] = (row0 + valid - 1) / b_size;
+    }
+
     /* jr/ir order as in BLIS: one nr-wide weight micro-panel stays in L1
      * while the (smaller) mr-row slices of the window stream from L2 */
     for (int64_t js = 0; js < strips_n; js++) {
@@ -109,7 +121,14 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
         for (int64_t is = 0; is < mbp / mr; is++) {
             const int64_t row0 = m0 + is * mr;
             const int64_t valid = ctbc_min(mr, m0 + mb - row0);
-            const int64_t t_lo = row0 / b_size, t_hi = (row0 + valid - 1) / b_size;
+            int64_t t_lo, t_hi;
+            if (is < T_CACHE) {
+                t_lo = t_cache[is][0];
+                t_hi = t_cache[is][1];
+            } else {
+                t_lo = row0 / b_size;
+                t_hi = (row0 + valid - 1) / b_size;
+            }
             /* taps valid for every row (none when the micro-tile is partial
              * and read in place), and for at least one row */
             int64_t kf_lo = ctbc_max(k0, t_hi + pad - t_out + 1);
