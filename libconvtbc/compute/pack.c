@@ -234,7 +234,17 @@ void ctbc_pack_rows(float *dst, int64_t ld, int64_t nrows, const ctbc_operand *o
     }
     for (int64_t r = 0; r < r_begin; r++)
         memset(dst + r * ld, 0, (size_t)ncols * sizeof(float));
-    if (r_begin < r_end) {
+    int64_t rs;
+    if (r_begin < r_end && ld == ncols && op->s2 == 1 &&
+        (b_size == 1 ? op->s0 == ncols
+                     : op->s1 == ncols && (op->s0 == b_size * op->s1 ||
+                                           (row_first + r_begin) / b_size ==
+                                               (row_first + r_end - 1) / b_size))) {
+        /* the rows follow each other in the operand as in dst: one run */
+        const int64_t g = row_first + r_begin;
+        rs = (g / b_size) * op->s0 + (g % b_size) * op->s1 + col0;
+        ctbc_convert_run(dst + r_begin * ld, op, rs, 1, (r_end - r_begin) * ncols);
+    } else if (r_begin < r_end) {
         row_walker w = row_walker_at(row_first + r_begin, b_size, op);
         for (int64_t r = r_begin; r < r_end; r++, row_walker_next(&w))
             ctbc_convert_run(dst + r * ld, op, row_walker_offset(&w) + col0 * op->s2, op->s2,
@@ -269,6 +279,7 @@ ALWAYS_INLINE void pack_weight_by_c(float *dst, int64_t nr, const ctbc_operand *
 }
 
 #define WEIGHT_ROW_MAX 256
+#define WEIGHT_BLOCK_MAX 1024
 
 /* Weight panel, read along o (the usual contiguous c_out) and transposed
  * into the panel: contiguous reads, short-stride writes. */
@@ -299,6 +310,22 @@ ALWAYS_INLINE void pack_weight_by_o(float *dst, int64_t nr, const ctbc_operand *
                     for (int64_t j = valid; j < nr; j++)
                         d[o * nr + j] = 0.0f;
                 }
+                continue;
+            }
+            if (FAST16(w, kind, 1) && w->transpose && valid * no <= WEIGHT_BLOCK_MAX) {
+                /* widen the strip's rows (in one call when they follow each
+                 * other), then transpose them into the panel */
+                float block[WEIGHT_BLOCK_MAX];
+                const int64_t off = (k0 + kk) * w->s0 + (c0 + s * nr) * w->s1 + o0;
+                if (w->s1 == no)
+                    w->load16(block, (const uint16_t *)w->data + off, valid * no);
+                else
+                    for (int64_t j = 0; j < valid; j++)
+                        w->load16(block + j * no, (const uint16_t *)w->data + off + j * w->s1, no);
+                w->transpose(d, nr, block, no, valid, no);
+                if (valid < nr)
+                    for (int64_t o = 0; o < no; o++)
+                        memset(d + o * nr + valid, 0, (size_t)(nr - valid) * sizeof(float));
                 continue;
             }
             for (int64_t j = 0; j < valid; j++) {
