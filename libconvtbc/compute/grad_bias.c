@@ -31,5 +31,6 @@ void ctbc_grad_bias_tile(const ctbc_run *run, int64_t tile)
         }
     const ctbc_layout *lay = &p->grad_bias;
     ctbc_store_tile(ctbc_element_ptr(run->grad_bias, lay->dtype, o0 * lay->stride[0]), lay->dtype,
-                    acc, no, 1, no, 0, 1, 0, 0, lay->stride[0], ctbc_store16_for(run->kernel, lay->dtype), run->kernel->transpose);
+                    acc, no, 1, no, 0, 1, 0, 0, lay->stride[0],
+                    ctbc_store16_for(run->kernel, lay->dtype), run->kernel->transpose);
 }

@@ -129,7 +129,8 @@ static void pack_column(float *dst, const ctbc_operand *op, int64_t b_size, int6
     else if (op->s0 == b_size * op->s1 || g / b_size == (first + hi - 1) / b_size)
         step = op->s1;
     if (step >= 0)
-        ctbc_convert_run(dst + lo, op, (g / b_size) * op->s0 + (g % b_size) * op->s1, step, hi - lo);
+        ctbc_convert_run(dst + lo, op, (g / b_size) * op->s0 + (g % b_size) * op->s1, step,
+                         hi - lo);
     else
         ctbc_pack_rows(dst + lo, 1, hi - lo, op, b_size, g, g, first + hi, 0, 1);
 }
@@ -139,8 +140,9 @@ static void pack_column(float *dst, const ctbc_operand *op, int64_t b_size, int6
  * reducing over input rows X. Tap k pairs input row X with grad_output row
  * X - (k - pad)*b_size, so with the grad_output column packed once per tap
  * (rows of the block shifted by that tap) mr taps are mr rows of the
- * kernel's A, and one input row serves all mr of them. Input rows where only some taps of the micro-tile
- * have a grad_output row go through a scratch tile keeping those taps' rows.
+ * kernel's A, and one input row serves all mr of them. Input rows where only
+ * some taps of the micro-tile have a grad_output row go through a scratch
+ * tile that keeps those taps' rows.
  */
 static void taps_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)
 {
@@ -229,7 +231,8 @@ static void taps_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
     const ctbc_layout *gw = &p->grad_weight;
     void *out = ctbc_element_ptr(run->grad_weight, gw->dtype, n0 * gw->stride[1]);
     ctbc_store_tile(out, gw->dtype, cbuf, nbp, k1 - k0, nb, k0, INT64_MAX, 0, gw->stride[0],
-                    gw->stride[1], ctbc_store16_for(run->kernel, gw->dtype), run->kernel->transpose);
+                    gw->stride[1], ctbc_store16_for(run->kernel, gw->dtype),
+                    run->kernel->transpose);
 }
 
 void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)

@@ -63,7 +63,8 @@ static int kind_of(const ctbc_operand *op)
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
 /* A 16-bit kind the kernel set widens in bulk (unit stride only). */
-#define FAST16(op, kind, unit) (((kind) == KIND_F16 || (kind) == KIND_BF16) && (unit) && (op)->load16)
+#define FAST16(op, kind, unit)                                                   \
+    (((kind) == KIND_F16 || (kind) == KIND_BF16) && (unit) && (op)->load16)
 
 ALWAYS_INLINE float load_kind(const void *data, int64_t i, const int kind)
 {
