@@ -112,10 +112,14 @@ void ctbc_blocking_choose(const ctbc_problem *p, ctbc_isa isa, ctbc_blocking *bl
     bl->gb_chunk = GB_CHUNK;
 
     /* An OpenMP region costs a few microseconds: not worth it for tiny
-     * problems (flops counts both GEMMs). */
+     * problems (flops counts both GEMMs). Nor is it below ~2e6 flops when
+     * another thread pool (numpy's OpenBLAS, torch) has just run: its
+     * spinning workers hold the other core and the region's closing
+     * barrier waits milliseconds for ours (measured: a 1.7e6-flop shape at
+     * 0.33 ms alone took 2 ms, worst 15 ms, right after an sgemm). */
     const double flops = 4.0 * (double)p->t_out * (double)p->b * (double)p->c_in *
                          (double)p->c_out * (double)p->k;
-    bl->parallel = flops >= 2e5;
+    bl->parallel = flops >= 2e6;
 }
 
 static int64_t floats64(int64_t n) { return ctbc_round_up(ctbc_max(n, 1), 16); }
