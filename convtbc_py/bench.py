@@ -148,8 +148,17 @@ def _sgemm_runner(flops: int, rng: np.random.Generator) -> Callable[[], object]:
     return run
 
 
+# Each library keeps its worker threads spinning for a while after a call
+# (OpenBLAS for ~0.1 s); on 2 cores the next library's parallel region then
+# waits for a core. A pause before each timing lets the previous pool go idle,
+# so that no library is timed against another's spinning threads.
+SETTLE_SECONDS = 0.15
+
+
 def _time(fn: Callable[[], object], min_seconds: float = 0.02) -> float:
     """Seconds per call: calls repeated until min_seconds pass (short cases)."""
+    time.sleep(SETTLE_SECONDS)
+    fn()
     calls, start = 0, time.perf_counter()
     while True:
         fn()
