@@ -212,51 +212,7 @@ const ctbc_kernel ctbc_kernel_avx2 = {.name = "avx2",
 
 #else
 
-/* 8 x 8 blocks through registers (unpack/shuffle/permute), scalar edges. */
-static inline void transpose_8x8(float *dst, int64_t ld_dst, const float *src, int64_t ld_src)
-{
-    __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ld_src);
-    __m256 r2 = _mm256_loadu_ps(src + 2 * ld_src), r3 = _mm256_loadu_ps(src + 3 * ld_src);
-    __m256 r4 = _mm256_loadu_ps(src + 4 * ld_src), r5 = _mm256_loadu_ps(src + 5 * ld_src);
-    __m256 r6 = _mm256_loadu_ps(src + 6 * ld_src), r7 = _mm256_loadu_ps(src + 7 * ld_src);
-    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-    r0 = _mm256_shuffle_ps(t0, t2, 0x44);
-    r1 = _mm256_shuffle_ps(t0, t2, 0xee);
-    r2 = _mm256_shuffle_ps(t1, t3, 0x44);
-    r3 = _mm256_shuffle_ps(t1, t3, 0xee);
-    r4 = _mm256_shuffle_ps(t4, t6, 0x44);
-    r5 = _mm256_shuffle_ps(t4, t6, 0xee);
-    r6 = _mm256_shuffle_ps(t5, t7, 0x44);
-    r7 = _mm256_shuffle_ps(t5, t7, 0xee);
-    _mm256_storeu_ps(dst, _mm256_permute2f128_ps(r0, r4, 0x20));
-    _mm256_storeu_ps(dst + ld_dst, _mm256_permute2f128_ps(r1, r5, 0x20));
-    _mm256_storeu_ps(dst + 2 * ld_dst, _mm256_permute2f128_ps(r2, r6, 0x20));
-    _mm256_storeu_ps(dst + 3 * ld_dst, _mm256_permute2f128_ps(r3, r7, 0x20));
-    _mm256_storeu_ps(dst + 4 * ld_dst, _mm256_permute2f128_ps(r0, r4, 0x31));
-    _mm256_storeu_ps(dst + 5 * ld_dst, _mm256_permute2f128_ps(r1, r5, 0x31));
-    _mm256_storeu_ps(dst + 6 * ld_dst, _mm256_permute2f128_ps(r2, r6, 0x31));
-    _mm256_storeu_ps(dst + 7 * ld_dst, _mm256_permute2f128_ps(r3, r7, 0x31));
-}
-
-static void transpose_avx2(float *dst, int64_t ld_dst, const float *src, int64_t ld_src,
-                           int64_t rows, int64_t cols)
-{
-    const int64_t rows8 = rows & ~(int64_t)7, cols8 = cols & ~(int64_t)7;
-    for (int64_t j = 0; j < cols8; j += 8) {
-        for (int64_t i = 0; i < rows8; i += 8)
-            transpose_8x8(dst + j * ld_dst + i, ld_dst, src + i * ld_src + j, ld_src);
-        for (int64_t jj = j; jj < j + 8; jj++)
-            for (int64_t i = rows8; i < rows; i++)
-                dst[jj * ld_dst + i] = src[i * ld_src + jj];
-    }
-    for (int64_t j = cols8; j < cols; j++)
-        for (int64_t i = 0; i < rows; i++)
-            dst[j * ld_dst + i] = src[i * ld_src + j];
-}
-
+/* Built without the ISA flags: no kernel (ukr NULL), never picked. */
 const ctbc_kernel ctbc_kernel_avx2 = {.name = "avx2", .mr = 6, .nr = 16};
 
 #endif
