@@ -5,7 +5,7 @@
 #ifndef CONVTBC_CONVTBC_EXT_H
 #define CONVTBC_CONVTBC_EXT_H
 
-#include "acl/acl_base.h"
+#include "aclnn/acl_meta.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,6 +32,30 @@ ACL_FUNC_VISIBILITY aclError convtbcSetSocVersion(const char *socName);
  * NULL stream) when it has a current context; returns ACL_SUCCESS at once
  * otherwise. Needs no aclInit. */
 ACL_FUNC_VISIBILITY aclError convtbcSynchronizeCurrent(void);
+
+/* One operand of convtbcConvTbcBackwardOnHost: what aclCreateTensor would
+ * be given for a view of host memory with ND format and 1-D storage. */
+typedef struct {
+    void *data;               /* storage start (aclCreateTensor's tensorData) */
+    int64_t storage_elements; /* storage length, in elements */
+    int64_t offset;           /* view offset into the storage, in elements */
+    aclDataType dtype;
+    uint64_t rank;            /* dims used, at most 8 */
+    int64_t dims[8];
+    int64_t strides[8];       /* in elements */
+} convtbcHostTensor;
+
+/* aclnnConvTbcBackward in one synchronous call on host memory: builds the
+ * tensors, runs both phases with a workspace of its own and returns when
+ * the gradients are written, on the calling thread whatever its context.
+ * Statuses and messages are those of aclCreateTensor (ACLNN_ERR_PARAM_INVALID
+ * for a tensor it refuses) and of the two phases; nothing is written when
+ * phase 1 refuses. A NULL operand is passed to phase 1 as a NULL tensor.
+ * The numpy bindings call this: one crossing into C per call. */
+ACL_FUNC_VISIBILITY aclnnStatus convtbcConvTbcBackwardOnHost(
+    const convtbcHostTensor *self, const convtbcHostTensor *input, const convtbcHostTensor *weight,
+    const convtbcHostTensor *bias, int64_t pad, int8_t cubeMathType, const convtbcHostTensor *gradInput,
+    const convtbcHostTensor *gradWeight, const convtbcHostTensor *gradBias);
 
 #ifdef __cplusplus
 }

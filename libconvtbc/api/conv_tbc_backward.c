@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "aclnnop/aclnn_convolution_backward.h"
+#include "api/conv_tbc_backward.h"
 #include "api/errors.h"
 #include "api/executor.h"
 #include "api/log.h"
@@ -391,14 +392,12 @@ static aclError run_queued(void *payload)
     return status;
 }
 
-aclnnStatus aclnnConvTbcBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-                                 aclrtStream stream)
+/* The addresses of one run: each view's start from the executor's current
+ * storage addresses. Fails for a view with elements but no data address. */
+static aclnnStatus collect_run(const aclOpExecutor *executor, void *workspace, queued_run *run)
 {
-    CTBC_RETURN_IF_FAILED(ctbc_executor_check_run(executor, workspace, workspaceSize, stream, PHASE2));
     const op_plan *plan = (const op_plan *)executor->plan;
-
-    queued_run run;
-    memset(&run, 0, sizeof run);
+    memset(run, 0, sizeof *run);
     for (int i = 0; i < TENSOR_COUNT; i++) {
         char *storage = i < INPUT_COUNT ? executor->inputs[i] : executor->outputs[i - INPUT_COUNT];
         if (i != BIAS && plan->view_span_bytes[i] > 0 && !storage)
@@ -406,19 +405,37 @@ aclnnStatus aclnnConvTbcBackward(void *workspace, uint64_t workspaceSize, aclOpE
                              "tensor %s has no data address; give one to aclCreateTensor or set it with "
                              "aclSet%sTensorAddr.",
                              TENSOR_NAMES[i], i < INPUT_COUNT ? "Input" : "Output");
-        run.view_start[i] = storage ? storage + plan->view_offset_bytes[i] : NULL;
-        run.view_span_bytes[i] = plan->view_span_bytes[i];
+        run->view_start[i] = storage ? storage + plan->view_offset_bytes[i] : NULL;
+        run->view_span_bytes[i] = plan->view_span_bytes[i];
     }
+    run->compute = plan->compute;
+    run->buffers = (ctbc_buffers){run->view_start[SELF], run->view_start[INPUT], run->view_start[WEIGHT],
+                                  (void *)run->view_start[GRAD_INPUT], (void *)run->view_start[GRAD_WEIGHT],
+                                  (void *)run->view_start[GRAD_BIAS]};
+    run->workspace = workspace;
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclnnConvTbcBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+                                 aclrtStream stream)
+{
+    CTBC_RETURN_IF_FAILED(ctbc_executor_check_run(executor, workspace, workspaceSize, stream, PHASE2));
+    queued_run run;
+    CTBC_RETURN_IF_FAILED(collect_run(executor, workspace, &run));
     CTBC_RETURN_IF_FAILED(check_memory(PHASE2, run.view_start, run.view_span_bytes, workspace,
                                        executor->workspace_bytes, ACLNN_ERR_PARAM_INVALID));
-    run.compute = plan->compute;
-    run.buffers = (ctbc_buffers){run.view_start[SELF], run.view_start[INPUT], run.view_start[WEIGHT],
-                                 (void *)run.view_start[GRAD_INPUT], (void *)run.view_start[GRAD_WEIGHT],
-                                 (void *)run.view_start[GRAD_BIAS]};
-    run.workspace = workspace;
     aclError status = ctbc_stream_submit(PHASE2, stream, run_queued, &run, sizeof run);
     if (status != ACL_SUCCESS)
         return status == ACL_ERROR_BAD_ALLOC ? ACLNN_ERR_INNER : status;
+    ctbc_executor_finish_run(executor);
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus ctbc_conv_tbc_backward_run_host(aclOpExecutor *executor, void *workspace)
+{
+    queued_run run;
+    CTBC_RETURN_IF_FAILED(collect_run(executor, workspace, &run));
+    ctbc_execute(&run.compute, &run.buffers, run.workspace);
     ctbc_executor_finish_run(executor);
     return ACLNN_SUCCESS;
 }
