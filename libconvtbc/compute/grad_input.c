@@ -21,6 +21,9 @@
 /* Micro-tile rows of a window whose time steps are computed once */
 #define T_CACHE 64
 
+/* A weight panel this small stays in L1 whatever the loop order */
+#define L1_PANEL_BYTES (16 * 1024)
+
 /* Multiply-adds below which partial taps are merged when the weights allow */
 #define GI_MERGE_MACS 5e7
 
@@ -76,17 +79,27 @@ typedef struct {
     int merge;                 /* 1: merge partial taps when finite */
 } reduction_block;
 
-/* Rows [m0, m0 + mb) of the tile (one window) against one reduction block;
- * cbuf points at row m0 of the tile's accumulator.
+/* Where a window's results go: row m0 of the tile's accumulator, or (in
+ * place) of grad_input itself, written once per micro-tile. */
+typedef struct {
+    float *c;
+    int64_t ldc;
+    int in_place; /* 1: c is grad_input; only its nb valid columns exist */
+    int64_t nb;
+} tile_out;
+
+/* Rows [m0, m0 + mb) of the tile (one window) against one reduction block.
  *
  * grad_output that the kernel can read in place (float32, unit column
  * stride, evenly spaced rows) is not copied: full micro-tiles read it
- * directly, and edge taps copy just their mr rows (zeros for rows the tap
- * does not reach) into `window_buf`. Otherwise the whole window is packed,
+ * directly, a partial one (the tile's last) packs its own small window,
+ * and edge taps copy just their mr rows (zeros for rows the tap does not
+ * reach) into `window_buf`. Otherwise the whole window is packed,
  * with zero rows where grad_output has none. */
 static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t m0, int64_t mb,
-                        int64_t strips_n, float *cbuf, int64_t ldc, float *window_buf)
+                        int64_t strips_n, const tile_out *out, float *window_buf)
 {
+    const int64_t ldc = out->ldc;
     const ctbc_problem *p = run->problem;
     const ctbc_kernel *kern = run->kernel;
     const int64_t mr = kern->mr, nr = kern->nr;
@@ -126,10 +139,18 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
     }
 
     /* jr/ir order as in BLIS: one nr-wide weight micro-panel stays in L1
-     * while the (smaller) mr-row slices of the window stream from L2 */
-    for (int64_t js = 0; js < strips_n; js++) {
-        const float *b_js = rb->weight_panel + js * b_strip;
-        for (int64_t is = 0; is < mbp / mr; is++) {
+     * while the (smaller) mr-row slices of the window stream from L2. But
+     * when the whole weight panel fits in L1 anyway and the results go
+     * straight to grad_input, rows outer: each of the mr output rows is
+     * then written front to back, which the store prefetchers follow,
+     * instead of one 64-byte piece per row per strip. */
+    const int64_t strips_m = mbp / mr;
+    const int rows_outer = out->in_place && strips_n * b_strip * (int64_t)sizeof(float) <= L1_PANEL_BYTES;
+    const int64_t n_outer = rows_outer ? strips_m : strips_n, n_inner = rows_outer ? strips_n : strips_m;
+    for (int64_t u = 0; u < n_outer; u++) {
+        for (int64_t v = 0; v < n_inner; v++) {
+            const int64_t js = rows_outer ? v : u, is = rows_outer ? u : v;
+            const float *b_js = rb->weight_panel + js * b_strip;
             const int64_t row0 = m0 + is * mr;
             const int64_t valid = ctbc_min(mr, m0 + mb - row0);
             int64_t t_lo, t_hi;
@@ -140,32 +161,57 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
                 t_lo = row0 / b_size;
                 t_hi = (row0 + valid - 1) / b_size;
             }
-            /* taps valid for every row (none when the micro-tile is partial
-             * and read in place), and for at least one row */
+            /* taps valid for every row, and for at least one row */
             int64_t kf_lo = ctbc_max(k0, t_hi + pad - t_out + 1);
             int64_t kf_hi = ctbc_min(k1, t_lo + pad + 1);
-            if (direct && valid < mr)
-                kf_hi = kf_lo;
             const int64_t ka_lo = ctbc_max(k0, t_lo + pad - t_out + 1);
             const int64_t ka_hi = ctbc_min(k1, t_hi + pad + 1);
             if (merged) {
                 kf_lo = ka_lo;
                 kf_hi = ka_hi;
             }
-            float *c_tile = cbuf + is * mr * ldc + js * nr;
+            /* In place, a micro-tile that one kernel call covers is written
+             * by it (overwrite); any other goes through a zeroed scratch tile
+             * whose valid part is copied out, so nothing outside the view
+             * is touched. */
+            float *c_tile = out->c + is * mr * ldc + js * nr;
+            const int64_t cols = ctbc_min(nr, out->nb - js * nr);
+            const int64_t edge_taps = (ka_hi - ka_lo) - ctbc_max(0, kf_hi - kf_lo);
+            const int via_scratch = out->in_place && (valid < mr || cols < nr || edge_taps > 0);
+            float scratch_tile[CTBC_MR_MAX * CTBC_NR_MAX];
+            float *c_call = c_tile;
+            int64_t ldc_call = ldc;
+            if (via_scratch) {
+                memset(scratch_tile, 0, sizeof(float) * (size_t)(mr * nr));
+                c_call = scratch_tile;
+                ldc_call = nr;
+            }
+            const int64_t overwrite = out->in_place && !via_scratch;
             if (kf_lo < kf_hi) {
                 const float *b = b_js + (kf_lo - k0) * no * nr;
-                if (direct) {
+                if (direct && valid < mr) {
+                    /* the rows past the tile's end may lie past grad_output's:
+                     * pack this micro-tile's window, zero where there are no
+                     * rows (only rows past `valid` can read those) */
+                    const int64_t nk = kf_hi - kf_lo;
+                    ctbc_pack_rows(window_buf, no, mr + (nk - 1) * b_size, &run->grad_output, b_size,
+                                   row0 + (pad - kf_hi + 1) * b_size, 0, g_rows, rb->o0, no);
+                    const ctbc_ukr_args args = {nk, no, no, 1, -b_size * no, nr, no * nr, overwrite};
+                    kern->ukr(&args, window_buf + (nk - 1) * b_size * no, b, c_call, ldc_call);
+                } else if (direct) {
                     const ctbc_ukr_args args = {kf_hi - kf_lo, no, g_rs, 1, -b_size * g_rs,
-                                                nr, no * nr};
+                                                nr, no * nr, overwrite};
                     kern->ukr(&args, g_direct + (row0 + (pad - kf_lo) * b_size) * g_rs, b,
-                              c_tile, ldc);
+                              c_call, ldc_call);
                 } else {
                     const ctbc_ukr_args args = {kf_hi - kf_lo, no, ld, 1, -b_size * ld, nr,
-                                                no * nr};
+                                                no * nr, overwrite};
                     kern->ukr(&args, window_buf + (is * mr + (k1 - 1 - kf_lo) * b_size) * ld, b,
-                              c_tile, ldc);
+                              c_call, ldc_call);
                 }
+            } else if (overwrite) { /* no tap reaches these rows */
+                for (int64_t i = 0; i < mr; i++)
+                    memset(c_tile + i * ldc, 0, sizeof(float) * (size_t)nr);
             }
             for (int64_t k = ka_lo; k < ka_hi; k++) {
                 if (k >= kf_lo && k < kf_hi)
@@ -188,9 +234,13 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
                     }
                     a = window_buf;
                 }
-                const ctbc_ukr_args args = {1, no, ld, 1, 0, nr, 0};
-                ctbc_edge_rows(kern, &args, a, b_js + (k - k0) * no * nr, c_tile, ldc, row_ok);
+                const ctbc_ukr_args args = {1, no, ld, 1, 0, nr, 0, 0};
+                ctbc_edge_rows(kern, &args, a, b_js + (k - k0) * no * nr, c_call, ldc_call,
+                               row_ok);
             }
+            if (via_scratch)
+                for (int64_t i = 0; i < valid; i++)
+                    memcpy(c_tile + i * ldc, scratch_tile + i * nr, sizeof(float) * (size_t)cols);
         }
     }
 }
@@ -209,13 +259,25 @@ void ctbc_grad_input_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch 
     const int64_t nbp = ctbc_round_up(nb, nr), strips_n = nbp / nr;
     const int64_t mbp = ctbc_round_up(mb, mr);
 
-    float *cbuf = scratch->cbuf;
-    memset(cbuf, 0, (size_t)(mbp * nbp) * sizeof(float));
-
     /* taps that touch any row of the tile: 0 <= t + pad - k < t_out */
     const int64_t t_first = m0 / b_size, t_last = (m0 + mb - 1) / b_size;
     const int64_t k_any_lo = ctbc_max(0, t_first + pad - t_out + 1);
     const int64_t k_any_hi = ctbc_min(p->k, t_last + pad + 1);
+
+    /* A tile whose reduction is one block is finished in one visit per
+     * micro-tile: when grad_input is float32 with evenly spaced rows it is
+     * written in place, without an accumulator to clear and copy out. */
+    const ctbc_layout *lay = &p->grad_input;
+    const ctbc_operand out_view = ctbc_operand_make(run->grad_input, lay, CTBC_ROUND_NONE, run->kernel);
+    int64_t out_rs = 0;
+    const int one_block =
+        k_any_lo < k_any_hi && k_any_hi - k_any_lo <= bl->gi_kg && 0 < p->c_out && p->c_out <= bl->gi_ko;
+    const int in_place = one_block && ctbc_operand_direct(&out_view, b_size, s.m_size, &out_rs);
+    tile_out out = {scratch->cbuf, nbp, 0, nb};
+    if (in_place)
+        out = (tile_out){(float *)run->grad_input + m0 * out_rs + c0, out_rs, 1, nb};
+    else
+        memset(out.c, 0, (size_t)(mbp * nbp) * sizeof(float));
 
     /* small problems: merge partial taps (see window_step) */
     const double macs =
@@ -231,14 +293,14 @@ void ctbc_grad_input_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch 
             const reduction_block rb = {k0, k1, o0, no, scratch->bbuf, finite, merge};
             for (int64_t w0 = 0; w0 < mb; w0 += bl->gi_bm) {
                 const int64_t wb = ctbc_min(bl->gi_bm, mb - w0);
-                window_step(run, &rb, m0 + w0, wb, strips_n, cbuf + w0 * nbp, nbp,
-                            scratch->abuf);
+                const tile_out window_out = {out.c + w0 * out.ldc, out.ldc, out.in_place, nb};
+                window_step(run, &rb, m0 + w0, wb, strips_n, &window_out, scratch->abuf);
             }
         }
     }
-
-    const ctbc_layout *lay = &p->grad_input;
+    if (in_place)
+        return;
     ctbc_store_tile(ctbc_element_ptr(run->grad_input, lay->dtype, c0 * lay->stride[2]), lay->dtype,
-                    cbuf, nbp, mb, nb, m0, b_size, lay->stride[0], lay->stride[1], lay->stride[2],
+                    out.c, nbp, mb, nb, m0, b_size, lay->stride[0], lay->stride[1], lay->stride[2],
                     ctbc_store16_for(run->kernel, lay->dtype), run->kernel->transpose);
 }

@@ -216,7 +216,7 @@ static void taps_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
                     const float *bp = side_at(&nside, js, js < nside.direct_strips ? sa : sa - x0,
                                               &b_step);
                     const float *ap = gcol + (ks - k0) * len + (sa - x0);
-                    const ctbc_ukr_args args = {1, sb - sa, len, 1, 0, b_step, 0};
+                    const ctbc_ukr_args args = {1, sb - sa, len, 1, 0, b_step, 0, 0};
                     if (n_ok == nk) /* rows past nk are padding rows of cbuf */
                         kern->ukr(&args, ap, bp, c_tile, nbp);
                     else
@@ -317,7 +317,7 @@ void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch
                         int64_t a_step;
                         const float *ap = side_at(&mside, is,
                                                   is < mside.direct_strips ? m_abs : m_row, &a_step);
-                        const ctbc_ukr_args args = {1, hi - lo, 1, a_step, 0, b_step, 0};
+                        const ctbc_ukr_args args = {1, hi - lo, 1, a_step, 0, b_step, 0, 0};
                         kern->ukr(&args, ap, bp, ck + is * mr * nbp + js * nr, nbp);
                     }
                 }

@@ -27,7 +27,7 @@ static void ukr_avx2_6x16(const ctbc_ukr_args *args, const float *a, const float
     const int64_t n_inner = args->n_inner;
     /* C is read only at the end: start fetching it now (it usually lives
      * in L3, the accumulator being larger than L2) */
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < MR && !args->overwrite; i++) {
         _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
         _mm_prefetch((const char *)(c + i * ldc + 15), _MM_HINT_T0);
     }
@@ -62,11 +62,15 @@ static void ukr_avx2_6x16(const ctbc_ukr_args *args, const float *a, const float
         }
     }
 
+    /* overwrite: C = 0 + sum, added to a zero register rather than to C */
+    const int keep_c = !args->overwrite;
 #define CTBC_ADD_ROW(i, lo, hi)                                                  \
     do {                                                                         \
         float *row = c + (i) * ldc;                                              \
-        _mm256_storeu_ps(row, _mm256_add_ps(_mm256_loadu_ps(row), lo));          \
-        _mm256_storeu_ps(row + 8, _mm256_add_ps(_mm256_loadu_ps(row + 8), hi));  \
+        const __m256 old_lo = keep_c ? _mm256_loadu_ps(row) : _mm256_setzero_ps();   \
+        const __m256 old_hi = keep_c ? _mm256_loadu_ps(row + 8) : _mm256_setzero_ps(); \
+        _mm256_storeu_ps(row, _mm256_add_ps(old_lo, lo));                        \
+        _mm256_storeu_ps(row + 8, _mm256_add_ps(old_hi, hi));                    \
     } while (0)
     CTBC_ADD_ROW(0, c00, c01);
     CTBC_ADD_ROW(1, c10, c11);

@@ -40,10 +40,13 @@ static void ukr_avx512_6x32(const ctbc_ukr_args *args, const float *a, const flo
             pb += bi;
         }
     }
+    const int keep_c = !args->overwrite; /* overwrite: C = 0 + sum */
     for (int i = 0; i < MR; i++) {
         float *row = c + i * ldc;
-        _mm512_storeu_ps(row, _mm512_add_ps(_mm512_loadu_ps(row), acc[i][0]));
-        _mm512_storeu_ps(row + 16, _mm512_add_ps(_mm512_loadu_ps(row + 16), acc[i][1]));
+        const __m512 old0 = keep_c ? _mm512_loadu_ps(row) : _mm512_setzero_ps();
+        const __m512 old1 = keep_c ? _mm512_loadu_ps(row + 16) : _mm512_setzero_ps();
+        _mm512_storeu_ps(row, _mm512_add_ps(old0, acc[i][0]));
+        _mm512_storeu_ps(row + 16, _mm512_add_ps(old1, acc[i][1]));
     }
 }
 

@@ -27,7 +27,7 @@ static void ukr_portable_4x8(const ctbc_ukr_args *args, const float *a, const fl
     }
     for (int i = 0; i < MR; i++)
         for (int j = 0; j < NR; j++)
-            c[i * ldc + j] += acc[i][j];
+            c[i * ldc + j] = (args->overwrite ? 0.0f : c[i * ldc + j]) + acc[i][j];
 }
 
 const ctbc_kernel ctbc_kernel_portable = {"portable", MR, NR, ukr_portable_4x8, 0, 0, 0, 0, 0};

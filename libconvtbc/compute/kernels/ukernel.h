@@ -19,6 +19,9 @@
  *
  * The products of one call are summed in registers starting from zero and
  * then added to C, in a fixed order, so results never depend on threads.
+ * With `overwrite` set C is not read: C(i, j) = 0 + sum, the same bits as
+ * adding the sum to a zeroed C (a -0 sum gives +0 both ways), so a caller
+ * that knows a tile gets exactly one call skips zeroing it.
  *
  * Two reduction levels because grad_input reduces over taps (outer) and
  * output channels (inner), and one tap step is a jump of b rows backwards in
@@ -34,6 +37,7 @@ typedef struct {
     int64_t n_outer, n_inner;
     int64_t a_row, a_inner, a_outer;
     int64_t b_inner, b_outer;
+    int64_t overwrite; /* 1: C = 0 + sum (C not read); 0: C += sum */
 } ctbc_ukr_args;
 
 typedef void (*ctbc_ukr_fn)(const ctbc_ukr_args *args, const float *a, const float *b,
