@@ -67,11 +67,19 @@ void ctbc_execute(const ctbc_plan *plan, const ctbc_buffers *buffers, void *work
     const int64_t n_items = n_gw + n_gi + ctbc_grad_bias_tiles(&run);
     const int parallel = run.blocking.parallel && plan->threads > 1 && n_items > 1;
 
-#pragma omp parallel num_threads(plan->threads) if (parallel)
+    if (!parallel) {
+        /* not even an `if (0)` region: libgomp still sets up a team for one,
+         * with futex calls that cost more than a small problem's compute */
+        const ctbc_scratch scratch = {base, base + layout.cbuf, base + layout.cbuf + layout.abuf};
+        for (int64_t item = 0; item < n_items; item++)
+            run_item(&run, item, n_gw, n_gi, &scratch);
+        return;
+    }
+#pragma omp parallel num_threads(plan->threads)
     {
         /* a team smaller than planned (OMP_DYNAMIC, nesting) still finds its
          * scratch: thread ids stay below plan->threads */
-        const int tid = parallel ? omp_get_thread_num() : 0;
+        const int tid = omp_get_thread_num();
         float *mine = base + (int64_t)tid * layout.per_thread;
         const ctbc_scratch scratch = {mine, mine + layout.cbuf, mine + layout.cbuf + layout.abuf};
 #pragma omp for schedule(dynamic, 1)
