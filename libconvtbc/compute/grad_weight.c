@@ -235,6 +235,28 @@ static void taps_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
                     run->kernel->transpose);
 }
 
+/* C row 0 (y) += the mr side's column 0 against every strip of the nr side
+ * over `rows` rows: one GEMV call for the strips read in place (adjacent
+ * columns of one operand) and one per packed strip. */
+static void gemv_row(const ctbc_kernel *kern, const side *mside, const side *nside, int64_t m_abs,
+                     int64_t m_row, int64_t n_abs, int64_t n_row, int64_t rows, int64_t strips_n,
+                     float *y)
+{
+    const int64_t nr = kern->nr;
+    int64_t a_step, b_step;
+    const float *a = side_at(mside, 0, mside->direct_strips > 0 ? m_abs : m_row, &a_step);
+    int64_t js = 0;
+    if (nside->direct_strips > 0) {
+        const float *b = side_at(nside, 0, n_abs, &b_step);
+        kern->gemv(rows, nside->direct_strips * nr, a, a_step, b, b_step, y);
+        js = nside->direct_strips;
+    }
+    for (; js < strips_n; js++) {
+        const float *b = side_at(nside, js, n_row, &b_step);
+        kern->gemv(rows, nr, a, a_step, b, b_step, y + js * nr);
+    }
+}
+
 void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)
 {
     if (run->blocking.gw_taps) {
@@ -259,6 +281,8 @@ void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch
 
     float *cbuf = scratch->cbuf;
     memset(cbuf, 0, (size_t)((k1 - k0) * mbp * nbp) * sizeof(float));
+    /* a single output channel on the mr side: one row of C, a GEMV */
+    const int one_row = o_on_m && s.m_size == 1;
 
     /* Rows any tap of the group needs: tap k1-1 starts lowest, k0 ends highest. */
     int64_t u_lo, u_hi, unused;
@@ -308,6 +332,10 @@ void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch
                 const int64_t m_abs = (o_on_m ? r0 : x_first) + m_row;
                 const int64_t n_abs = (o_on_m ? x_first : r0) + n_row;
                 float *ck = cbuf + ((k - k0) * mbp + w0) * nbp;
+                if (one_row) {
+                    gemv_row(kern, &mside, &nside, m_abs, m_row, n_abs, n_row, hi - lo, strips_n, ck);
+                    continue;
+                }
                 /* jr/ir order: the nr-wide micro-panel stays in L1 */
                 for (int64_t js = 0; js < strips_n; js++) {
                     int64_t b_step;

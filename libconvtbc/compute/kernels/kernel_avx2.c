@@ -81,6 +81,33 @@ static void ukr_avx2_6x16(const ctbc_ukr_args *args, const float *a, const float
 #undef CTBC_ADD_ROW
 }
 
+/* 64 columns (eight ymm accumulators, as many FMAs in flight as the FMA
+ * latency needs) per pass over the rows, then 8 at a time. */
+static void gemv_avx2(int64_t n_rows, int64_t n, const float *a, int64_t a_step, const float *b,
+                      int64_t b_row, float *y)
+{
+    int64_t j = 0;
+    for (; j + 64 <= n; j += 64) {
+        __m256 acc[8];
+        for (int v = 0; v < 8; v++)
+            acc[v] = _mm256_setzero_ps();
+        for (int64_t p = 0; p < n_rows; p++) {
+            const __m256 x = _mm256_broadcast_ss(a + p * a_step);
+            const float *row = b + p * b_row + j;
+            for (int v = 0; v < 8; v++)
+                acc[v] = _mm256_fmadd_ps(x, _mm256_loadu_ps(row + 8 * v), acc[v]);
+        }
+        for (int v = 0; v < 8; v++)
+            _mm256_storeu_ps(y + j + 8 * v, _mm256_add_ps(_mm256_loadu_ps(y + j + 8 * v), acc[v]));
+    }
+    for (; j < n; j += 8) { /* n is a multiple of 8 */
+        __m256 acc = _mm256_setzero_ps();
+        for (int64_t p = 0; p < n_rows; p++)
+            acc = _mm256_fmadd_ps(_mm256_broadcast_ss(a + p * a_step), _mm256_loadu_ps(b + p * b_row + j), acc);
+        _mm256_storeu_ps(y + j, _mm256_add_ps(_mm256_loadu_ps(y + j), acc));
+    }
+}
+
 /*
  * 16-bit conversions, 8 values per step. A tail of fewer than 8 goes
  * through an 8-wide stack copy, so every value takes the same vector path.
@@ -208,6 +235,7 @@ const ctbc_kernel ctbc_kernel_avx2 = {.name = "avx2",
                                       .mr = MR,
                                       .nr = NR,
                                       .ukr = ukr_avx2_6x16,
+                                      .gemv = gemv_avx2,
                                       .f16_load = f16_load_avx2,
                                       .bf16_load = bf16_load_avx2,
                                       .f16_store = f16_store_avx2,

@@ -50,10 +50,34 @@ static void ukr_avx512_6x32(const ctbc_ukr_args *args, const float *a, const flo
     }
 }
 
-const ctbc_kernel ctbc_kernel_avx512 = {"avx512", MR, NR, ukr_avx512_6x32, 0, 0, 0, 0, 0};
+/* 64 columns (four zmm accumulators) per pass over the rows, then 16 */
+static void gemv_avx512(int64_t n_rows, int64_t n, const float *a, int64_t a_step, const float *b,
+                        int64_t b_row, float *y)
+{
+    int64_t j = 0;
+    for (; j + 64 <= n; j += 64) {
+        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        for (int64_t p = 0; p < n_rows; p++) {
+            const __m512 x = _mm512_set1_ps(a[p * a_step]);
+            const float *row = b + p * b_row + j;
+            for (int v = 0; v < 4; v++)
+                acc[v] = _mm512_fmadd_ps(x, _mm512_loadu_ps(row + 16 * v), acc[v]);
+        }
+        for (int v = 0; v < 4; v++)
+            _mm512_storeu_ps(y + j + 16 * v, _mm512_add_ps(_mm512_loadu_ps(y + j + 16 * v), acc[v]));
+    }
+    for (; j < n; j += 8) { /* n is a multiple of 8 */
+        __m256 acc = _mm256_setzero_ps();
+        for (int64_t p = 0; p < n_rows; p++)
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(a[p * a_step]), _mm256_loadu_ps(b + p * b_row + j), acc);
+        _mm256_storeu_ps(y + j, _mm256_add_ps(_mm256_loadu_ps(y + j), acc));
+    }
+}
+
+const ctbc_kernel ctbc_kernel_avx512 = {"avx512", MR, NR, ukr_avx512_6x32, gemv_avx512, 0, 0, 0, 0, 0};
 
 #else
 
-const ctbc_kernel ctbc_kernel_avx512 = {"avx512", 6, 32, 0, 0, 0, 0, 0, 0};
+const ctbc_kernel ctbc_kernel_avx512 = {"avx512", 6, 32, 0, 0, 0, 0, 0, 0, 0};
 
 #endif

@@ -30,4 +30,22 @@ static void ukr_portable_4x8(const ctbc_ukr_args *args, const float *a, const fl
             c[i * ldc + j] = (args->overwrite ? 0.0f : c[i * ldc + j]) + acc[i][j];
 }
 
-const ctbc_kernel ctbc_kernel_portable = {"portable", MR, NR, ukr_portable_4x8, 0, 0, 0, 0, 0};
+static void gemv_portable(int64_t n_rows, int64_t n, const float *a, int64_t a_step, const float *b,
+                          int64_t b_row, float *y)
+{
+    enum { CHUNK = 32 };
+    for (int64_t j0 = 0; j0 < n; j0 += CHUNK) {
+        const int64_t w = n - j0 < CHUNK ? n - j0 : CHUNK;
+        float acc[CHUNK] = {0.0f};
+        for (int64_t p = 0; p < n_rows; p++) {
+            const float x = a[p * a_step];
+            const float *row = b + p * b_row + j0;
+            for (int64_t j = 0; j < w; j++)
+                acc[j] += x * row[j];
+        }
+        for (int64_t j = 0; j < w; j++)
+            y[j0 + j] += acc[j];
+    }
+}
+
+const ctbc_kernel ctbc_kernel_portable = {"portable", MR, NR, ukr_portable_4x8, gemv_portable, 0, 0, 0, 0, 0};

@@ -47,6 +47,18 @@ typedef void (*ctbc_ukr_fn)(const ctbc_ukr_args *args, const float *a, const flo
 #define CTBC_MR_MAX 8
 #define CTBC_NR_MAX 32
 
+/*
+ * One row of C against a long run of B rows (GEMV), for a GEMM whose A side
+ * has a single row, which the mr x nr kernel would fill one row in mr of:
+ *
+ *   y[j] += sum_{p < n_rows} a[p*a_step] * b[p*b_row + j]    for j < n
+ *
+ * each y[j] summed over p in order from zero and then added, like ukr
+ * (n is a multiple of 8).
+ */
+typedef void (*ctbc_gemv_fn)(int64_t n_rows, int64_t n, const float *a, int64_t a_step,
+                             const float *b, int64_t b_row, float *y);
+
 /* Unit-stride conversions between float32 and a 16-bit format (float16 or
  * bfloat16): exact widening; narrowing with round-to-nearest-even, NaN kept
  * quiet, overflow to Inf: the same bits as float_convert.h. NULL: the
@@ -63,6 +75,7 @@ typedef struct {
     const char *name;
     int mr, nr;
     ctbc_ukr_fn ukr; /* NULL when the compiler could not build this ISA */
+    ctbc_gemv_fn gemv; /* set whenever ukr is */
     ctbc_h16_load_fn f16_load, bf16_load;
     ctbc_h16_store_fn f16_store, bf16_store;
     ctbc_transpose_fn transpose;
