@@ -81,6 +81,13 @@ def _contiguous_strides(shape: Tuple[int, ...]) -> Tuple[int, ...]:
     return tuple(strides[::-1])
 
 
+@functools.lru_cache(maxsize=512)
+def _contiguous_view(shape: Tuple[int, ...], dtype: np.dtype) -> Tuple[Any, ...]:
+    """The convtbcHostTensor fields after data and storage_elements of a
+    C-contiguous array (cached: calls repeat the same few shapes)."""
+    return (0, acl_dtype(dtype), len(shape), shape[:_MAX_DIMS], _contiguous_strides(shape)[:_MAX_DIMS])
+
+
 def _host_tensor(array: np.ndarray, keep_alive: List[Any]) -> Tuple[Any, ...]:
     """The convtbcHostTensor fields of a view of `array`.
 
@@ -91,13 +98,13 @@ def _host_tensor(array: np.ndarray, keep_alive: List[Any]) -> Tuple[Any, ...]:
     keeps only the first ones: aclCreateTensor refuses the rank, with CANN's
     message, before it reads any dim.
     """
-    code = acl_dtype(array.dtype)
     shape = array.shape
     if array.flags.c_contiguous and array.flags.aligned:
         # The common case, and the cheap one: the storage is the array itself.
         pointer = ffi.from_buffer(array)
         keep_alive.append(pointer)
-        return (pointer, array.size, 0, code, len(shape), shape[:_MAX_DIMS], _contiguous_strides(shape)[:_MAX_DIMS])
+        return (pointer, array.size) + _contiguous_view(shape, array.dtype)
+    code = acl_dtype(array.dtype)
     itemsize = array.itemsize
     # Strides of dims with extent <= 1 are never followed, so they never
     # force a copy; a misaligned address would be undefined behaviour in C,

@@ -86,6 +86,31 @@ def test_shape_errors(bad):
     raises(161002, go, x, w, b, pad)
 
 
+def test_more_dims_than_acl_allows():
+    # The acl limit is 8 dims (the spec's aclCreateTensor facts); the numpy
+    # path must report it as aclCreateTensor does, not crash or truncate.
+    go, x, w, b, pad = ops()
+    e = raises(161002, go, x.reshape(x.shape + (1,) * 6), w, b, pad)
+    assert "at most 8 dims" in e.message
+
+
+def test_works_on_a_thread_with_a_current_context():
+    # With a device set, the NULL stream is the context's default stream; the
+    # numpy call must still return finished results.
+    lib = convtbc_py.lib
+    go, x, w, b, pad = ops()
+    status = lib.aclInit(convtbc_py.ffi.NULL)
+    assert status in (0, 100002)  # 100002: another test already initialised
+    convtbc_py.check(lib.aclrtSetDevice(0))
+    try:
+        for got, ref in zip(convtbc_py.conv_tbc_backward(go, x, w, b, pad), conv_tbc_backward_ref(go, x, w, pad)):
+            assert_close(got, ref)
+    finally:
+        convtbc_py.check(lib.aclrtResetDevice(0))
+        if status == 0:
+            convtbc_py.check(lib.aclFinalize())
+
+
 def test_outputs_dtypes_follow_operands():
     go, x, w, b, pad = ops()
     res = convtbc_py.conv_tbc_backward(go.astype(BF16), x.astype(np.float16), w, b.astype(BF16), pad)
