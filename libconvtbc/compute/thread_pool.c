@@ -27,7 +27,7 @@ static struct {
     bool busy;     /* a caller owns the current job */
     bool open;     /* pool threads may still join it */
     bool quit;
-    _Atomic int active; /* pool threads inside the job (changed under the lock) */
+    int active;    /* pool threads inside the job */
     uint64_t job;  /* number of jobs posted so far */
     _Atomic uint64_t posted; /* == job, for lock-free watching */
     /* the current job */
@@ -59,20 +59,6 @@ static void cpu_relax(void)
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
 #endif
-}
-
-/* Returns when the pool threads inside the job have left it or the spin
- * time is up: a futex sleep and wake-up costs more than most items. */
-static void watch_for_finish(void)
-{
-    const uint64_t deadline = now_ns() + POOL_SPIN_NS;
-    for (unsigned i = 1;; i++) {
-        if (atomic_load_explicit(&pool.active, memory_order_acquire) == 0)
-            return;
-        if (i % 64 == 0 && now_ns() > deadline)
-            return;
-        cpu_relax();
-    }
 }
 
 /* Returns when a job after `seen` is posted or the spin time is up. */
@@ -178,11 +164,6 @@ void ctbc_pool_run(int workers, int64_t n_items, ctbc_item_fn fn, void *context)
     /* Only pool threads that joined are waited for; they are running. */
     pthread_mutex_lock(&pool.lock);
     pool.open = false;
-    if (pool.active > 0) {
-        pthread_mutex_unlock(&pool.lock);
-        watch_for_finish();
-        pthread_mutex_lock(&pool.lock);
-    }
     while (pool.active > 0)
         pthread_cond_wait(&pool.done, &pool.lock);
     pool.busy = false;
