@@ -34,7 +34,7 @@
 #define GI_REDUCTION 384
 #define GB_CHUNK 256
 #ifndef CTBC_PARALLEL_FLOPS
-#define CTBC_PARALLEL_FLOPS 5e5
+#define CTBC_PARALLEL_FLOPS 2e6
 #endif
 /* taps per grad_weight tile when taps lie on the mr side */
 #define GW_TAPS_MAX 48
@@ -114,9 +114,12 @@ void ctbc_blocking_choose(const ctbc_problem *p, ctbc_isa isa, ctbc_blocking *bl
 
     bl->gb_chunk = GB_CHUNK;
 
-    /* Handing out work costs a few microseconds (more when a pool thread
-     * has gone to sleep): below ~5e5 flops (both GEMMs, about 10 us on one
-     * core) one thread is as fast. */
+    /* An OpenMP region costs a few microseconds: not worth it for tiny
+     * problems (flops counts both GEMMs). Nor is it below ~2e6 flops when
+     * another thread pool (numpy's OpenBLAS, torch) has just run: its
+     * spinning workers hold the other core and the region's closing
+     * barrier waits milliseconds for ours (measured: a 1.7e6-flop shape at
+     * 0.33 ms alone took 2 ms, worst 15 ms, right after an sgemm). */
     const double flops = 4.0 * (double)p->t_out * (double)p->b * (double)p->c_in *
                          (double)p->c_out * (double)p->k;
     bl->parallel = flops >= CTBC_PARALLEL_FLOPS;

@@ -59,7 +59,7 @@ typedef struct {
 /* Filled by ctbc_plan_init; opaque to the API layer except workspace_bytes. */
 typedef struct {
     ctbc_problem problem;
-    int threads;            /* threads phase 2 may use (OMP_NUM_THREADS) */
+    int threads;            /* OpenMP threads phase 2 uses */
     size_t workspace_bytes; /* scratch phase 2 needs, 64-byte aligned base */
     /* Blocking chosen in phase 1 (used only by the compute layer). */
     int64_t block[8];

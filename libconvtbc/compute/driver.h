@@ -16,7 +16,7 @@
 /* Blocking chosen at plan time, stored in ctbc_plan.block[]. */
 typedef struct {
     int32_t isa;        /* ctbc_isa of the kernels the plan was sized for */
-    int32_t parallel;   /* 1: enough work to share among threads */
+    int32_t parallel;   /* 1: enough work to open an OpenMP region */
     /* grad_weight = per tap k, a [c_in x c_out] GEMM reducing over (t, b) */
     int32_t gw_o_on_m;  /* 1: c_out on the micro-tile's mr side (small c_out) */
     int32_t gw_taps;    /* 1 (c_out == 1): taps on the mr side, c_in on the nr
