@@ -9,6 +9,8 @@
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
+
+#include "compute/kernels/gemv_tail.h"
 #include <string.h>
 
 #define MR 6
@@ -100,12 +102,7 @@ static void gemv_avx2(int64_t n_rows, int64_t n, const float *a, int64_t a_step,
         for (int v = 0; v < 8; v++)
             _mm256_storeu_ps(y + j + 8 * v, _mm256_add_ps(_mm256_loadu_ps(y + j + 8 * v), acc[v]));
     }
-    for (; j < n; j += 8) { /* n is a multiple of 8 */
-        __m256 acc = _mm256_setzero_ps();
-        for (int64_t p = 0; p < n_rows; p++)
-            acc = _mm256_fmadd_ps(_mm256_broadcast_ss(a + p * a_step), _mm256_loadu_ps(b + p * b_row + j), acc);
-        _mm256_storeu_ps(y + j, _mm256_add_ps(_mm256_loadu_ps(y + j), acc));
-    }
+    gemv_tail8(j, n_rows, n, a, a_step, b, b_row, y);
 }
 
 /*

@@ -10,6 +10,8 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 
+#include "compute/kernels/gemv_tail.h"
+
 #define MR 6
 #define NR 32
 
@@ -66,12 +68,7 @@ static void gemv_avx512(int64_t n_rows, int64_t n, const float *a, int64_t a_ste
         for (int v = 0; v < 4; v++)
             _mm512_storeu_ps(y + j + 16 * v, _mm512_add_ps(_mm512_loadu_ps(y + j + 16 * v), acc[v]));
     }
-    for (; j < n; j += 8) { /* n is a multiple of 8 */
-        __m256 acc = _mm256_setzero_ps();
-        for (int64_t p = 0; p < n_rows; p++)
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(a[p * a_step]), _mm256_loadu_ps(b + p * b_row + j), acc);
-        _mm256_storeu_ps(y + j, _mm256_add_ps(_mm256_loadu_ps(y + j), acc));
-    }
+    gemv_tail8(j, n_rows, n, a, a_step, b, b_row, y);
 }
 
 const ctbc_kernel ctbc_kernel_avx512 = {"avx512", MR, NR, ukr_avx512_6x32, gemv_avx512, 0, 0, 0, 0, 0};
