@@ -80,11 +80,13 @@ typedef struct {
 } reduction_block;
 
 /* Where a window's results go: row m0 of the tile's accumulator, or (in
- * place) of grad_input itself, written once per micro-tile. */
+ * place) of grad_input itself. */
 typedef struct {
     float *c;
     int64_t ldc;
     int in_place; /* 1: c is grad_input; only its nb valid columns exist */
+    int fresh;    /* 1: c is not cleared; each micro-tile is visited once
+                     (the tile reduces in one block) and written whole */
     int64_t nb;
 } tile_out;
 
@@ -170,14 +172,16 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
                 kf_lo = ka_lo;
                 kf_hi = ka_hi;
             }
-            /* In place, a micro-tile that one kernel call covers is written
-             * by it (overwrite); any other goes through a zeroed scratch tile
-             * whose valid part is copied out, so nothing outside the view
-             * is touched. */
+            /* In a fresh accumulator (or in place) a micro-tile that one
+             * kernel call covers is written by it (overwrite); any other is
+             * cleared first, in place through a zeroed scratch tile whose
+             * valid part is copied out, so nothing outside the view is
+             * touched. */
             float *c_tile = out->c + is * mr * ldc + js * nr;
             const int64_t cols = ctbc_min(nr, out->nb - js * nr);
             const int64_t edge_taps = (ka_hi - ka_lo) - ctbc_max(0, kf_hi - kf_lo);
-            const int via_scratch = out->in_place && (valid < mr || cols < nr || edge_taps > 0);
+            const int single_call = kf_lo < kf_hi && edge_taps == 0;
+            const int via_scratch = out->in_place && (valid < mr || cols < nr || !single_call);
             float scratch_tile[CTBC_MR_MAX * CTBC_NR_MAX];
             float *c_call = c_tile;
             int64_t ldc_call = ldc;
@@ -185,8 +189,11 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
                 memset(scratch_tile, 0, sizeof(float) * (size_t)(mr * nr));
                 c_call = scratch_tile;
                 ldc_call = nr;
+            } else if (out->fresh && !single_call) {
+                for (int64_t i = 0; i < mr; i++)
+                    memset(c_tile + i * ldc, 0, sizeof(float) * (size_t)nr);
             }
-            const int64_t overwrite = out->in_place && !via_scratch;
+            const int64_t overwrite = out->fresh && single_call && !via_scratch;
             if (kf_lo < kf_hi) {
                 const float *b = b_js + (kf_lo - k0) * no * nr;
                 if (direct && valid < mr) {
@@ -209,9 +216,6 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
                     kern->ukr(&args, window_buf + (is * mr + (k1 - 1 - kf_lo) * b_size) * ld, b,
                               c_call, ldc_call);
                 }
-            } else if (overwrite) { /* no tap reaches these rows */
-                for (int64_t i = 0; i < mr; i++)
-                    memset(c_tile + i * ldc, 0, sizeof(float) * (size_t)nr);
             }
             for (int64_t k = ka_lo; k < ka_hi; k++) {
                 if (k >= kf_lo && k < kf_hi)
@@ -273,10 +277,10 @@ void ctbc_grad_input_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch 
     const int one_block =
         k_any_lo < k_any_hi && k_any_hi - k_any_lo <= bl->gi_kg && 0 < p->c_out && p->c_out <= bl->gi_ko;
     const int in_place = one_block && ctbc_operand_direct(&out_view, b_size, s.m_size, &out_rs);
-    tile_out out = {scratch->cbuf, nbp, 0, nb};
+    tile_out out = {scratch->cbuf, nbp, 0, one_block, nb};
     if (in_place)
-        out = (tile_out){(float *)run->grad_input + m0 * out_rs + c0, out_rs, 1, nb};
-    else
+        out = (tile_out){(float *)run->grad_input + m0 * out_rs + c0, out_rs, 1, 1, nb};
+    else if (!one_block)
         memset(out.c, 0, (size_t)(mbp * nbp) * sizeof(float));
 
     /* small problems: merge partial taps (see window_step) */
@@ -293,7 +297,7 @@ void ctbc_grad_input_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch 
             const reduction_block rb = {k0, k1, o0, no, scratch->bbuf, finite, merge};
             for (int64_t w0 = 0; w0 < mb; w0 += bl->gi_bm) {
                 const int64_t wb = ctbc_min(bl->gi_bm, mb - w0);
-                const tile_out window_out = {out.c + w0 * out.ldc, out.ldc, out.in_place, nb};
+                const tile_out window_out = {out.c + w0 * out.ldc, out.ldc, out.in_place, out.fresh, nb};
                 window_step(run, &rb, m0 + w0, wb, strips_n, &window_out, scratch->abuf);
             }
         }

@@ -279,8 +279,6 @@ void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch
     const int64_t strips_n = nbp / nr;
     const int64_t b_size = p->b, kc = bl->gw_kc;
 
-    float *cbuf = scratch->cbuf;
-    memset(cbuf, 0, (size_t)((k1 - k0) * mbp * nbp) * sizeof(float));
     /* a single output channel on the mr side: one row of C, a GEMV */
     const int one_row = o_on_m && s.m_size == 1;
 
@@ -294,6 +292,14 @@ void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch
      * calls would be all overhead */
     const int64_t n_blocks = ctbc_ceil_div(u_hi - u_lo, kc);
     const int64_t block_rows = n_blocks ? ctbc_ceil_div(u_hi - u_lo, n_blocks) : 0;
+
+    /* With one row block every micro-tile of a tap is written by one kernel
+     * call (overwrite) or cleared below: no need to clear the whole
+     * accumulator first. */
+    float *cbuf = scratch->cbuf;
+    const int fresh = n_blocks == 1;
+    if (!fresh)
+        memset(cbuf, 0, (size_t)((k1 - k0) * mbp * nbp) * sizeof(float));
     for (int64_t r0 = u_lo; r0 < u_hi; r0 += block_rows) {
         const int64_t r1 = ctbc_min(u_hi, r0 + block_rows), rows = r1 - r0;
         /* input window: row w is input row x_first + w, paired with
@@ -323,16 +329,21 @@ void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch
                 tap_rows(p, k, &lo, &hi);
                 lo = ctbc_max(lo, r0);
                 hi = ctbc_min(hi, r1);
-                if (lo >= hi)
+                float *ck = cbuf + ((k - k0) * mbp + w0) * nbp;
+                if (lo >= hi) {
+                    if (fresh)
+                        memset(ck, 0, sizeof(float) * (size_t)(strips_m * mr * nbp));
                     continue;
+                }
                 /* block-relative rows of grad_output and of the window */
                 const int64_t g_row = lo - r0, x_row = lo - r0 + (k - k0) * b_size;
                 /* direct pointers count rows from operand row 0 */
                 const int64_t m_row = o_on_m ? g_row : x_row, n_row = o_on_m ? x_row : g_row;
                 const int64_t m_abs = (o_on_m ? r0 : x_first) + m_row;
                 const int64_t n_abs = (o_on_m ? x_first : r0) + n_row;
-                float *ck = cbuf + ((k - k0) * mbp + w0) * nbp;
                 if (one_row) {
+                    if (fresh) /* the GEMV adds to its row */
+                        memset(ck, 0, sizeof(float) * (size_t)nbp);
                     gemv_row(kern, &mside, &nside, m_abs, m_row, n_abs, n_row, hi - lo, strips_n, ck);
                     continue;
                 }
@@ -345,7 +356,7 @@ void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch
                         int64_t a_step;
                         const float *ap = side_at(&mside, is,
                                                   is < mside.direct_strips ? m_abs : m_row, &a_step);
-                        const ctbc_ukr_args args = {1, hi - lo, 1, a_step, 0, b_step, 0, 0};
+                        const ctbc_ukr_args args = {1, hi - lo, 1, a_step, 0, b_step, 0, fresh};
                         kern->ukr(&args, ap, bp, ck + is * mr * nbp + js * nr, nbp);
                     }
                 }
