@@ -274,17 +274,25 @@ def phase2_overhead_us(calls: int = 2000, batches: int = 5) -> Tuple[float, floa
             lib.aclDestroyTensor(t)
 
 
-def thread_scaling(reps: int = 5) -> Dict[str, float]:
-    """Seconds for the first square case with OMP_NUM_THREADS=1 and 2 (fresh
-    processes: the thread count is fixed when the library plans)."""
-    out = {}
-    for threads in (1, 2):
-        env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-        code = ("from convtbc_py import bench; r = bench.run(bench.square_shapes()[:1], reps=%d); "
-                "print(r[0].ours_s)" % reps)
-        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
-                              cwd=tempfile.gettempdir())
-        out[str(threads)] = float(proc.stdout.strip().splitlines()[-1])
+def time_ours(shape: Shape, seed: int = 0) -> float:
+    """Seconds per call of ours alone on `shape` (after the settling pause)."""
+    arrays = _inputs(shape, np.random.default_rng(seed))
+    return _time(lambda: conv_tbc_backward(*arrays, shape.pad))
+
+
+def thread_scaling(reps: int = 5) -> Dict[str, List[float]]:
+    """Seconds for the first square case with OMP_NUM_THREADS=1 and 2, each
+    timed in `reps` fresh processes (the thread count is fixed when the
+    library plans), the two counts alternating so that drift in the
+    machine's speed hits both alike."""
+    out: Dict[str, List[float]] = {"1": [], "2": []}
+    code = "from convtbc_py import bench; print(bench.time_ours(bench.square_shapes()[0]))"
+    for _ in range(reps):
+        for threads in ("1", "2"):
+            env = dict(os.environ, OMP_NUM_THREADS=threads)
+            proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                  check=True, cwd=tempfile.gettempdir())
+            out[threads].append(float(proc.stdout.strip().splitlines()[-1]))
     return out
 
 
@@ -379,8 +387,11 @@ def main(argv: List[str]) -> int:
                    f"(median of 5 batches of 2000 calls, {phase2_lo:.1f}..{phase2_hi:.1f})")
     if args.scaling:
         scaling = thread_scaling(args.reps)
-        summary.append(f"threads: 1 -> {scaling['1'] * 1e3:.1f} ms, 2 -> {scaling['2'] * 1e3:.1f} ms, "
-                       f"{scaling['1'] / scaling['2']:.2f}x")
+        one, two = (statistics.median(scaling[n]) for n in ("1", "2"))
+        ratios = sorted(a / b for a, b in zip(scaling["1"], scaling["2"]))
+        summary.append(f"threads: 1 -> {one * 1e3:.1f} ms, 2 -> {two * 1e3:.1f} ms, {one / two:.2f}x "
+                       f"(medians of {len(ratios)} alternating processes; per-pair ratios "
+                       f"{ratios[0]:.2f}..{ratios[-1]:.2f})")
 
     args.out.mkdir(parents=True, exist_ok=True)
     command = "convtbc bench " + " ".join(argv)
