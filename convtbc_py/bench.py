@@ -221,7 +221,10 @@ def run(shapes: Sequence[Shape], reps: int = 5, progress: bool = False, seed: in
     return results
 
 
-def phase2_overhead_us(calls: int = 2000, batches: int = 5) -> Tuple[float, float, float]:
+PHASE2_CALLS, PHASE2_BATCHES = 2000, 5
+
+
+def phase2_overhead_us(calls: int = PHASE2_CALLS, batches: int = PHASE2_BATCHES) -> Tuple[float, float, float]:
     """µs per aclnnConvTbcBackward call on the smallest shared shape, with a
     repeatable executor (phase 1 once), run where it is submitted: the
     median, min and max over `batches` batches of `calls` calls, each after
@@ -384,7 +387,7 @@ def main(argv: List[str]) -> int:
     summary = summarize(results)
     phase2, phase2_lo, phase2_hi = phase2_overhead_us()
     summary.append(f"phase 2 on the smallest shared shape: {phase2:.1f} us a call "
-                   f"(median of 5 batches of 2000 calls, {phase2_lo:.1f}..{phase2_hi:.1f})")
+                   f"(median of {PHASE2_BATCHES} batches of {PHASE2_CALLS} calls, {phase2_lo:.1f}..{phase2_hi:.1f})")
     if args.scaling:
         scaling = thread_scaling(args.reps)
         one, two = (statistics.median(scaling[n]) for n in ("1", "2"))

@@ -33,9 +33,6 @@
 /* grad_input reduces over (tap, c_out) pairs; aim for this many per block */
 #define GI_REDUCTION 384
 #define GB_CHUNK 256
-#ifndef CTBC_PARALLEL_FLOPS
-#define CTBC_PARALLEL_FLOPS 2e6
-#endif
 /* taps per grad_weight tile when taps lie on the mr side */
 #define GW_TAPS_MAX 48
 #ifndef CTBC_GW_TAPS_MIN_B /* tests lower it to exercise the taps layout */
@@ -122,7 +119,7 @@ void ctbc_blocking_choose(const ctbc_problem *p, ctbc_isa isa, ctbc_blocking *bl
      * 0.33 ms alone took 2 ms, worst 15 ms, right after an sgemm). */
     const double flops = 4.0 * (double)p->t_out * (double)p->b * (double)p->c_in *
                          (double)p->c_out * (double)p->k;
-    bl->parallel = flops >= CTBC_PARALLEL_FLOPS;
+    bl->parallel = flops >= 2e6;
 }
 
 static int64_t floats64(int64_t n) { return ctbc_round_up(ctbc_max(n, 1), 16); }

@@ -32,6 +32,13 @@ void ctbc_plan_init(ctbc_plan *plan, const ctbc_problem *problem)
     plan->workspace_bytes = (size_t)layout.per_thread * sizeof(float) * (size_t)teams + WS_ALIGN;
 }
 
+/* Worker `worker`'s slice of the workspace. */
+static ctbc_scratch scratch_of(float *base, const ctbc_ws_layout *layout, int worker)
+{
+    float *mine = base + (int64_t)worker * layout->per_thread;
+    return (ctbc_scratch){mine, mine + layout->cbuf, mine + layout->cbuf + layout->abuf};
+}
+
 static void run_item(const ctbc_run *run, int64_t item, int64_t n_gw, int64_t n_gi,
                      const ctbc_scratch *scratch)
 {
@@ -57,6 +64,10 @@ void ctbc_execute(const ctbc_plan *plan, const ctbc_buffers *buffers, void *work
     run.grad_input = buffers->grad_input;
     run.grad_weight = buffers->grad_weight;
     run.grad_bias = buffers->grad_bias;
+    const ctbc_operand grad_input_view =
+        ctbc_operand_make(buffers->grad_input, &p->grad_input, CTBC_ROUND_NONE, run.kernel);
+    run.grad_input_direct =
+        ctbc_operand_direct(&grad_input_view, p->b, p->t * p->b, &run.grad_input_row_stride);
 
     ctbc_ws_layout layout;
     ctbc_ws_layout_of(p, &run.blocking, &layout);
@@ -70,7 +81,7 @@ void ctbc_execute(const ctbc_plan *plan, const ctbc_buffers *buffers, void *work
     if (!parallel) {
         /* not even an `if (0)` region: libgomp still sets up a team for one,
          * with futex calls that cost more than a small problem's compute */
-        const ctbc_scratch scratch = {base, base + layout.cbuf, base + layout.cbuf + layout.abuf};
+        const ctbc_scratch scratch = scratch_of(base, &layout, 0);
         for (int64_t item = 0; item < n_items; item++)
             run_item(&run, item, n_gw, n_gi, &scratch);
         return;
@@ -79,9 +90,7 @@ void ctbc_execute(const ctbc_plan *plan, const ctbc_buffers *buffers, void *work
     {
         /* a team smaller than planned (OMP_DYNAMIC, nesting) still finds its
          * scratch: thread ids stay below plan->threads */
-        const int tid = omp_get_thread_num();
-        float *mine = base + (int64_t)tid * layout.per_thread;
-        const ctbc_scratch scratch = {mine, mine + layout.cbuf, mine + layout.cbuf + layout.abuf};
+        const ctbc_scratch scratch = scratch_of(base, &layout, omp_get_thread_num());
 #pragma omp for schedule(dynamic, 1)
         for (int64_t item = 0; item < n_items; item++)
             run_item(&run, item, n_gw, n_gi, &scratch);

@@ -56,6 +56,10 @@ typedef struct {
     const ctbc_kernel *kernel;
     ctbc_operand grad_output, input, weight;
     void *grad_input, *grad_weight, *grad_bias;
+    /* 1: grad_input is float32 with unit column stride and evenly spaced
+     * rows (grad_input_row_stride apart), so tiles may be written in place */
+    int grad_input_direct;
+    int64_t grad_input_row_stride;
 } ctbc_run;
 
 typedef struct {

@@ -195,27 +195,28 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
             }
             const int64_t overwrite = out->fresh && single_call && !via_scratch;
             if (kf_lo < kf_hi) {
-                const float *b = b_js + (kf_lo - k0) * no * nr;
+                /* row 0 of tap kf_lo in row-major rows a_row apart; the next
+                 * tap is b_size rows earlier */
+                const int64_t nk = kf_hi - kf_lo;
+                const float *a;
+                int64_t a_row;
                 if (direct && valid < mr) {
                     /* the rows past the tile's end may lie past grad_output's:
                      * pack this micro-tile's window, zero where there are no
                      * rows (only rows past `valid` can read those) */
-                    const int64_t nk = kf_hi - kf_lo;
                     ctbc_pack_rows(window_buf, no, mr + (nk - 1) * b_size, &run->grad_output, b_size,
                                    row0 + (pad - kf_hi + 1) * b_size, 0, g_rows, rb->o0, no);
-                    const ctbc_ukr_args args = {nk, no, no, 1, -b_size * no, nr, no * nr, overwrite};
-                    kern->ukr(&args, window_buf + (nk - 1) * b_size * no, b, c_call, ldc_call);
+                    a_row = no;
+                    a = window_buf + (nk - 1) * b_size * no;
                 } else if (direct) {
-                    const ctbc_ukr_args args = {kf_hi - kf_lo, no, g_rs, 1, -b_size * g_rs,
-                                                nr, no * nr, overwrite};
-                    kern->ukr(&args, g_direct + (row0 + (pad - kf_lo) * b_size) * g_rs, b,
-                              c_call, ldc_call);
+                    a_row = g_rs;
+                    a = g_direct + (row0 + (pad - kf_lo) * b_size) * g_rs;
                 } else {
-                    const ctbc_ukr_args args = {kf_hi - kf_lo, no, ld, 1, -b_size * ld, nr,
-                                                no * nr, overwrite};
-                    kern->ukr(&args, window_buf + (is * mr + (k1 - 1 - kf_lo) * b_size) * ld, b,
-                              c_call, ldc_call);
+                    a_row = ld;
+                    a = window_buf + (is * mr + (k1 - 1 - kf_lo) * b_size) * ld;
                 }
+                const ctbc_ukr_args args = {nk, no, a_row, 1, -b_size * a_row, nr, no * nr, overwrite};
+                kern->ukr(&args, a, b_js + (kf_lo - k0) * no * nr, c_call, ldc_call);
             }
             for (int64_t k = ka_lo; k < ka_hi; k++) {
                 if (k >= kf_lo && k < kf_hi)
@@ -272,14 +273,13 @@ void ctbc_grad_input_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch 
      * micro-tile: when grad_input is float32 with evenly spaced rows it is
      * written in place, without an accumulator to clear and copy out. */
     const ctbc_layout *lay = &p->grad_input;
-    const ctbc_operand out_view = ctbc_operand_make(run->grad_input, lay, CTBC_ROUND_NONE, run->kernel);
-    int64_t out_rs = 0;
     const int one_block =
         k_any_lo < k_any_hi && k_any_hi - k_any_lo <= bl->gi_kg && 0 < p->c_out && p->c_out <= bl->gi_ko;
-    const int in_place = one_block && ctbc_operand_direct(&out_view, b_size, s.m_size, &out_rs);
+    const int in_place = one_block && run->grad_input_direct;
     tile_out out = {scratch->cbuf, nbp, 0, one_block, nb};
     if (in_place)
-        out = (tile_out){(float *)run->grad_input + m0 * out_rs + c0, out_rs, 1, 1, nb};
+        out = (tile_out){(float *)run->grad_input + m0 * run->grad_input_row_stride + c0,
+                         run->grad_input_row_stride, 1, 1, nb};
     else if (!one_block)
         memset(out.c, 0, (size_t)(mbp * nbp) * sizeof(float));
 

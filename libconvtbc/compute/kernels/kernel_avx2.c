@@ -9,9 +9,9 @@
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
+#include <string.h>
 
 #include "compute/kernels/gemv_tail.h"
-#include <string.h>
 
 #define MR 6
 #define NR 16
