@@ -53,45 +53,55 @@ static void tap_rows(const ctbc_problem *p, int64_t k, int64_t *lo, int64_t *hi)
 
 /*
  * One side of the per-tap GEMM for the current row block: strips of
- * `width` columns of grad_output rows or input-window rows. Full strips of
- * an operand the kernel can read in place (ctbc_operand_direct) are not
- * copied; the others (and a trailing partial strip, whose padding columns
- * must be readable) are packed into `packed`.
+ * `width` columns of grad_output rows or input-window rows, read by the
+ * kernel in one of three ways:
+ *  - in place, when the operand is float32 with evenly spaced rows
+ *    (ctbc_operand_direct) and few kernel calls reuse each strip;
+ *  - widened: other operands in a small block are converted once into a
+ *    row-major copy (one bulk conversion for contiguous rows), which the
+ *    kernel reads like an operand in place;
+ *  - packed into contiguous strips (the trailing partial strip of an
+ *    operand read in place always is: its padding columns must exist).
  */
 /* Strips reused by at most this many kernel calls are read in place: more
  * for the nr side (each row is a whole 64-byte line) than for the mr side
  * (a few floats per row, one page per row when rows are far apart). */
 #define DIRECT_REUSE_M 2
 #define DIRECT_REUSE_N 4
+/* A widened copy with rows at most this long is as compact as strips */
+#define WIDEN_ROW_FLOATS 32
 
 typedef struct {
-    const float *direct; /* row 0 of the block, column 0 of the side; NULL: none */
+    const float *direct; /* operand row direct_first, column 0 of the side; NULL: none */
+    int64_t direct_first;
     int64_t row_stride;  /* of direct */
     int64_t direct_strips;
     const float *packed; /* strip s >= direct_strips at (s - direct_strips)*rows*width */
+    int64_t first;       /* operand row of packed row 0 */
     int64_t rows;
     int64_t width;
 } side;
 
-/* Pointer to row `row` of strip `strip`, and the kernel's step per row. */
+/* Pointer to operand row `row` of strip `strip`, and the kernel's step per row. */
 static const float *side_at(const side *sd, int64_t strip, int64_t row, int64_t *step)
 {
     if (strip < sd->direct_strips) {
         *step = sd->row_stride;
-        return sd->direct + row * sd->row_stride + strip * sd->width;
+        return sd->direct + (row - sd->direct_first) * sd->row_stride + strip * sd->width;
     }
     *step = sd->width;
-    return sd->packed + ((strip - sd->direct_strips) * sd->rows + row) * sd->width;
+    return sd->packed + ((strip - sd->direct_strips) * sd->rows + row - sd->first) * sd->width;
 }
 
 /* Prepares a side over operand rows [first, first + rows) (rows outside
- * [row_lo, row_hi) are never read), columns [col0, col0 + ncols). */
+ * [row_lo, row_hi) are never read), columns [col0, col0 + ncols), in `buf`
+ * of rows * round_up(ncols, width) floats. */
 static side side_make(const ctbc_operand *op, int64_t b_size, int64_t rows_total, float *buf,
                       int64_t rows, int64_t width, int64_t first, int64_t row_lo,
                       int64_t row_hi, int64_t col0, int64_t ncols, int64_t reuse,
                       int64_t max_reuse)
 {
-    side sd = {NULL, 0, 0, buf, rows, width};
+    side sd = {NULL, 0, 0, 0, buf, first, rows, width};
     int64_t rs;
     /* In place only when few kernel calls reuse each strip: a packed strip
      * is contiguous (no TLB walk per row), which pays for the copy once
@@ -99,8 +109,18 @@ static side side_make(const ctbc_operand *op, int64_t b_size, int64_t rows_total
     if (reuse <= max_reuse && ctbc_operand_direct(op, b_size, rows_total, &rs)) {
         sd.direct_strips = ncols / width;
         sd.row_stride = rs;
-        /* only ever offset to rows inside [row_lo, row_hi) */
         sd.direct = (const float *)op->data + col0;
+    } else if (reuse <= max_reuse || ncols <= WIDEN_ROW_FLOATS) {
+        /* every strip, the partial one too: its columns past ncols read
+         * the next row (results dropped) or, after the last row, zeros */
+        const int64_t over = ctbc_round_up(ncols, width) - ncols;
+        ctbc_pack_rows(buf, ncols, rows, op, b_size, first, row_lo, row_hi, col0, ncols);
+        memset(buf + rows * ncols, 0, (size_t)over * sizeof(float));
+        sd.direct_strips = ctbc_ceil_div(ncols, width);
+        sd.row_stride = ncols;
+        sd.direct = buf;
+        sd.direct_first = first;
+        return sd;
     }
     const int64_t packed_col0 = col0 + sd.direct_strips * width;
     if (packed_col0 < col0 + ncols)
@@ -213,8 +233,7 @@ static void taps_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
                     if (!n_ok)
                         continue;
                     int64_t b_step;
-                    const float *bp = side_at(&nside, js, js < nside.direct_strips ? sa : sa - x0,
-                                              &b_step);
+                    const float *bp = side_at(&nside, js, sa, &b_step);
                     const float *ap = gcol + (ks - k0) * len + (sa - x0);
                     const ctbc_ukr_args args = {1, sb - sa, len, 1, 0, b_step, 0, 0};
                     if (n_ok == nk) /* rows past nk are padding rows of cbuf */
@@ -236,18 +255,18 @@ static void taps_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
 }
 
 /* C row 0 (y) += the mr side's column 0 against every strip of the nr side
- * over `rows` rows: one GEMV call for the strips read in place (adjacent
- * columns of one operand) and one per packed strip. */
-static void gemv_row(const ctbc_kernel *kern, const side *mside, const side *nside, int64_t m_abs,
-                     int64_t m_row, int64_t n_abs, int64_t n_row, int64_t rows, int64_t strips_n,
-                     float *y)
+ * over `rows` rows from operand rows m_row and n_row: one GEMV call for the
+ * strips read in place (adjacent columns of one operand) and one per packed
+ * strip. */
+static void gemv_row(const ctbc_kernel *kern, const side *mside, const side *nside, int64_t m_row,
+                     int64_t n_row, int64_t rows, int64_t strips_n, float *y)
 {
     const int64_t nr = kern->nr;
     int64_t a_step, b_step;
-    const float *a = side_at(mside, 0, mside->direct_strips > 0 ? m_abs : m_row, &a_step);
+    const float *a = side_at(mside, 0, m_row, &a_step);
     int64_t js = 0;
     if (nside->direct_strips > 0) {
-        const float *b = side_at(nside, 0, n_abs, &b_step);
+        const float *b = side_at(nside, 0, n_row, &b_step);
         kern->gemv(rows, nside->direct_strips * nr, a, a_step, b, b_step, y);
         js = nside->direct_strips;
     }
@@ -335,27 +354,22 @@ void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch
                         memset(ck, 0, sizeof(float) * (size_t)(strips_m * mr * nbp));
                     continue;
                 }
-                /* block-relative rows of grad_output and of the window */
-                const int64_t g_row = lo - r0, x_row = lo - r0 + (k - k0) * b_size;
-                /* direct pointers count rows from operand row 0 */
+                /* operand rows of grad_output and of the input */
+                const int64_t g_row = lo, x_row = lo + (k - p->pad) * b_size;
                 const int64_t m_row = o_on_m ? g_row : x_row, n_row = o_on_m ? x_row : g_row;
-                const int64_t m_abs = (o_on_m ? r0 : x_first) + m_row;
-                const int64_t n_abs = (o_on_m ? x_first : r0) + n_row;
                 if (one_row) {
                     if (fresh) /* the GEMV adds to its row */
                         memset(ck, 0, sizeof(float) * (size_t)nbp);
-                    gemv_row(kern, &mside, &nside, m_abs, m_row, n_abs, n_row, hi - lo, strips_n, ck);
+                    gemv_row(kern, &mside, &nside, m_row, n_row, hi - lo, strips_n, ck);
                     continue;
                 }
                 /* jr/ir order: the nr-wide micro-panel stays in L1 */
                 for (int64_t js = 0; js < strips_n; js++) {
                     int64_t b_step;
-                    const float *bp = side_at(&nside, js, js < nside.direct_strips ? n_abs : n_row,
-                                              &b_step);
+                    const float *bp = side_at(&nside, js, n_row, &b_step);
                     for (int64_t is = 0; is < strips_m; is++) {
                         int64_t a_step;
-                        const float *ap = side_at(&mside, is,
-                                                  is < mside.direct_strips ? m_abs : m_row, &a_step);
+                        const float *ap = side_at(&mside, is, m_row, &a_step);
                         const ctbc_ukr_args args = {1, hi - lo, 1, a_step, 0, b_step, 0, fresh};
                         kern->ukr(&args, ap, bp, ck + is * mr * nbp + js * nr, nbp);
                     }
