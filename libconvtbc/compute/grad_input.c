@@ -18,9 +18,6 @@
 
 #include "compute/driver.h"
 
-/* Micro-tile rows of a window whose time steps are computed once */
-#define T_CACHE 64
-
 /* A weight panel this small stays in L1 whatever the loop order */
 #define L1_PANEL_BYTES (16 * 1024)
 
@@ -48,26 +45,30 @@ int64_t ctbc_grad_input_tiles(const ctbc_run *run)
 }
 
 /* No Inf or NaN among x[0..n): an all-ones exponent carries into the sign
- * bit when 2^23 is added to it. Eight independent lanes (the compiler
- * turns them into one vector), no early exit. */
+ * bit when 2^23 is added to it. Two vectors of four lanes (the width
+ * every target's base ISA holds in registers), no early exit. */
+typedef uint32_t lanes4 __attribute__((vector_size(16)));
+
 static int panel_finite(const float *x, int64_t n)
 {
-    uint32_t acc[8] = {0};
+    lanes4 acc0 = {0}, acc1 = {0};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        uint32_t u[8];
-        memcpy(u, x + i, sizeof u);
-        for (int l = 0; l < 8; l++)
-            acc[l] |= (u[l] & 0x7f800000u) + 0x00800000u;
+        lanes4 u0, u1;
+        memcpy(&u0, x + i, sizeof u0);
+        memcpy(&u1, x + i + 4, sizeof u1);
+        acc0 |= (u0 & 0x7f800000u) + 0x00800000u;
+        acc1 |= (u1 & 0x7f800000u) + 0x00800000u;
     }
+    acc0 |= acc1;
+    uint32_t all = 0;
     for (; i < n; i++) {
         uint32_t u;
         memcpy(&u, x + i, sizeof u);
-        acc[0] |= (u & 0x7f800000u) + 0x00800000u;
+        all |= (u & 0x7f800000u) + 0x00800000u;
     }
-    uint32_t all = 0;
-    for (int l = 0; l < 8; l++)
-        all |= acc[l];
+    for (int l = 0; l < 4; l++)
+        all |= acc0[l];
     return !(all & 0x80000000u);
 }
 
@@ -89,6 +90,99 @@ typedef struct {
                      (the tile reduces in one block) and written whole */
     int64_t nb;
 } tile_out;
+
+/* The taps of one mr-row micro-tile of a window, the same for every strip
+ * of columns: worked out once per window, not once per kernel call. */
+typedef struct {
+    int64_t row0, valid;
+    int64_t kf_lo, kf_hi; /* taps through one kernel call (valid for every row) */
+    int64_t ka_lo, ka_hi; /* taps valid for at least one row */
+    int single_call;      /* 1: the one call covers every tap of the micro-tile */
+    /* the call's A operand and arguments (overwrite set by the caller) */
+    const float *a;
+    ctbc_ukr_args args;
+} strip_plan;
+
+/* Micro-tile plans computed at a time (a window has at most MC_TILES) */
+#define PLAN_GROUP 32
+
+/* Any micro-tile other than the common one (see window_step): partial rows
+ * or columns, taps valid for only some rows, or written in place through a
+ * scratch tile. `strip_window` is the packed window at the micro-tile's row
+ * 0; `window_buf` is free for copies when grad_output is read in place. */
+static void micro_tile(const ctbc_run *run, const reduction_block *rb, const strip_plan *sp,
+                       const float *b_js, float *c_tile, int64_t js, const tile_out *out,
+                       int direct, const float *g_direct, int64_t g_rs, int64_t ld,
+                       const float *strip_window, float *window_buf)
+{
+    const ctbc_problem *p = run->problem;
+    const ctbc_kernel *kern = run->kernel;
+    const int64_t mr = kern->mr, nr = kern->nr, ldc = out->ldc;
+    const int64_t b_size = p->b, pad = p->pad, t_out = p->t_out, g_rows = t_out * b_size;
+    const int64_t k0 = rb->k0, k1 = rb->k1, no = rb->no;
+    const int64_t row0 = sp->row0, valid = sp->valid;
+    const int64_t cols = ctbc_min(nr, out->nb - js * nr);
+
+    /* In a fresh accumulator (or in place) a micro-tile that one kernel
+     * call covers is written by it (overwrite); any other is cleared first,
+     * in place through a zeroed scratch tile whose valid part is copied
+     * out, so nothing outside the view is touched. */
+    const int via_scratch = out->in_place && (valid < mr || cols < nr || !sp->single_call);
+    float scratch_tile[CTBC_MR_MAX * CTBC_NR_MAX];
+    float *c_call = c_tile;
+    int64_t ldc_call = ldc;
+    if (via_scratch) {
+        memset(scratch_tile, 0, sizeof(float) * (size_t)(mr * nr));
+        c_call = scratch_tile;
+        ldc_call = nr;
+    } else if (out->fresh && !sp->single_call) {
+        for (int64_t i = 0; i < mr; i++)
+            memset(c_tile + i * ldc, 0, sizeof(float) * (size_t)nr);
+    }
+    if (sp->kf_lo < sp->kf_hi) {
+        ctbc_ukr_args args = sp->args;
+        const float *a = sp->a;
+        if (direct && valid < mr) {
+            /* the rows past the tile's end may lie past grad_output's:
+             * pack this micro-tile's window, zero where there are no rows
+             * (only rows past `valid` can read those) */
+            const int64_t nk = sp->kf_hi - sp->kf_lo;
+            ctbc_pack_rows(window_buf, no, mr + (nk - 1) * b_size, &run->grad_output, b_size,
+                           row0 + (pad - sp->kf_hi + 1) * b_size, 0, g_rows, rb->o0, no);
+            args = (ctbc_ukr_args){nk, no, no, 1, -b_size * no, nr, no * nr, 0};
+            a = window_buf + (nk - 1) * b_size * no;
+        }
+        args.overwrite = out->fresh && sp->single_call && !via_scratch;
+        kern->ukr(&args, a, b_js + (sp->kf_lo - k0) * no * nr, c_call, ldc_call);
+    }
+    for (int64_t k = sp->ka_lo; k < sp->ka_hi; k++) {
+        if (k >= sp->kf_lo && k < sp->kf_hi)
+            continue;
+        unsigned char row_ok[CTBC_MR_MAX] = {0};
+        for (int64_t i = 0; i < valid; i++) {
+            const int64_t tg = (row0 + i) / b_size + pad - k;
+            row_ok[i] = tg >= 0 && tg < t_out;
+        }
+        const float *a = strip_window + (k1 - 1 - k) * b_size * ld;
+        if (direct) {
+            /* copy the rows this tap reaches; zeros elsewhere */
+            for (int64_t i = 0; i < mr; i++) {
+                float *dst = window_buf + i * no;
+                if (row_ok[i])
+                    memcpy(dst, g_direct + (row0 + i + (pad - k) * b_size) * g_rs,
+                           (size_t)no * sizeof(float));
+                else
+                    memset(dst, 0, (size_t)no * sizeof(float));
+            }
+            a = window_buf;
+        }
+        const ctbc_ukr_args args = {1, no, ld, 1, 0, nr, 0, 0};
+        ctbc_edge_rows(kern, &args, a, b_js + (k - k0) * no * nr, c_call, ldc_call, row_ok);
+    }
+    if (via_scratch)
+        for (int64_t i = 0; i < valid; i++)
+            memcpy(c_tile + i * ldc, scratch_tile + i * nr, sizeof(float) * (size_t)cols);
+}
 
 /* Rows [m0, m0 + mb) of the tile (one window) against one reduction block.
  *
@@ -131,15 +225,6 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
                        g_first, 0, g_rows, rb->o0, no);
     const int64_t b_strip = nk * no * nr;
 
-    /* time steps of the first and last row of each micro-tile (the same for
-     * every strip: two divisions per micro-tile, not per kernel call) */
-    int64_t t_cache[T_CACHE][2];
-    for (int64_t is = 0; is < mbp / mr && is < T_CACHE; is++) {
-        const int64_t row0 = m0 + is * mr, valid = ctbc_min(mr, m0 + mb - row0);
-        t_cache[is][0] = row0 / b_size;
-        t_cache[is][1] = (row0 + valid - 1) / b_size;
-    }
-
     /* jr/ir order as in BLIS: one nr-wide weight micro-panel stays in L1
      * while the (smaller) mr-row slices of the window stream from L2. But
      * when the whole weight panel fits in L1 anyway and the results go
@@ -148,104 +233,59 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
      * instead of one 64-byte piece per row per strip. */
     const int64_t strips_m = mbp / mr;
     const int rows_outer = out->in_place && strips_n * b_strip * (int64_t)sizeof(float) <= L1_PANEL_BYTES;
-    const int64_t n_outer = rows_outer ? strips_m : strips_n, n_inner = rows_outer ? strips_n : strips_m;
-    for (int64_t u = 0; u < n_outer; u++) {
-        for (int64_t v = 0; v < n_inner; v++) {
-            const int64_t js = rows_outer ? v : u, is = rows_outer ? u : v;
-            const float *b_js = rb->weight_panel + js * b_strip;
-            const int64_t row0 = m0 + is * mr;
-            const int64_t valid = ctbc_min(mr, m0 + mb - row0);
-            int64_t t_lo, t_hi;
-            if (is < T_CACHE) {
-                t_lo = t_cache[is][0];
-                t_hi = t_cache[is][1];
-            } else {
-                t_lo = row0 / b_size;
-                t_hi = (row0 + valid - 1) / b_size;
-            }
+    /* strips whose every column exists */
+    const int64_t full_n = out->nb / nr;
+
+    for (int64_t is0 = 0; is0 < strips_m; is0 += PLAN_GROUP) {
+        const int64_t n_plans = ctbc_min(PLAN_GROUP, strips_m - is0);
+        strip_plan plans[PLAN_GROUP];
+        for (int64_t q = 0; q < n_plans; q++) {
+            strip_plan *sp = &plans[q];
+            const int64_t is = is0 + q;
+            sp->row0 = m0 + is * mr;
+            sp->valid = ctbc_min(mr, m0 + mb - sp->row0);
+            const int64_t t_lo = sp->row0 / b_size, t_hi = (sp->row0 + sp->valid - 1) / b_size;
             /* taps valid for every row, and for at least one row */
-            int64_t kf_lo = ctbc_max(k0, t_hi + pad - t_out + 1);
-            int64_t kf_hi = ctbc_min(k1, t_lo + pad + 1);
-            const int64_t ka_lo = ctbc_max(k0, t_lo + pad - t_out + 1);
-            const int64_t ka_hi = ctbc_min(k1, t_hi + pad + 1);
-            if (merged) {
-                kf_lo = ka_lo;
-                kf_hi = ka_hi;
+            sp->ka_lo = ctbc_max(k0, t_lo + pad - t_out + 1);
+            sp->ka_hi = ctbc_min(k1, t_hi + pad + 1);
+            sp->kf_lo = merged ? sp->ka_lo : ctbc_max(k0, t_hi + pad - t_out + 1);
+            sp->kf_hi = merged ? sp->ka_hi : ctbc_min(k1, t_lo + pad + 1);
+            const int64_t edge_taps =
+                (sp->ka_hi - sp->ka_lo) - ctbc_max(0, sp->kf_hi - sp->kf_lo);
+            sp->single_call = sp->kf_lo < sp->kf_hi && edge_taps == 0;
+            sp->a = NULL;
+            if (sp->kf_lo >= sp->kf_hi || (direct && sp->valid < mr))
+                continue; /* no call, or one that packs its own window */
+            /* row 0 of tap kf_lo in row-major rows a_row apart; the next
+             * tap is b_size rows earlier */
+            int64_t a_row;
+            if (direct) {
+                a_row = g_rs;
+                sp->a = g_direct + (sp->row0 + (pad - sp->kf_lo) * b_size) * g_rs;
+            } else {
+                a_row = ld;
+                sp->a = window_buf + (is * mr + (k1 - 1 - sp->kf_lo) * b_size) * ld;
             }
-            /* In a fresh accumulator (or in place) a micro-tile that one
-             * kernel call covers is written by it (overwrite); any other is
-             * cleared first, in place through a zeroed scratch tile whose
-             * valid part is copied out, so nothing outside the view is
-             * touched. */
-            float *c_tile = out->c + is * mr * ldc + js * nr;
-            const int64_t cols = ctbc_min(nr, out->nb - js * nr);
-            const int64_t edge_taps = (ka_hi - ka_lo) - ctbc_max(0, kf_hi - kf_lo);
-            const int single_call = kf_lo < kf_hi && edge_taps == 0;
-            const int via_scratch = out->in_place && (valid < mr || cols < nr || !single_call);
-            float scratch_tile[CTBC_MR_MAX * CTBC_NR_MAX];
-            float *c_call = c_tile;
-            int64_t ldc_call = ldc;
-            if (via_scratch) {
-                memset(scratch_tile, 0, sizeof(float) * (size_t)(mr * nr));
-                c_call = scratch_tile;
-                ldc_call = nr;
-            } else if (out->fresh && !single_call) {
-                for (int64_t i = 0; i < mr; i++)
-                    memset(c_tile + i * ldc, 0, sizeof(float) * (size_t)nr);
-            }
-            const int64_t overwrite = out->fresh && single_call && !via_scratch;
-            if (kf_lo < kf_hi) {
-                /* row 0 of tap kf_lo in row-major rows a_row apart; the next
-                 * tap is b_size rows earlier */
-                const int64_t nk = kf_hi - kf_lo;
-                const float *a;
-                int64_t a_row;
-                if (direct && valid < mr) {
-                    /* the rows past the tile's end may lie past grad_output's:
-                     * pack this micro-tile's window, zero where there are no
-                     * rows (only rows past `valid` can read those) */
-                    ctbc_pack_rows(window_buf, no, mr + (nk - 1) * b_size, &run->grad_output, b_size,
-                                   row0 + (pad - kf_hi + 1) * b_size, 0, g_rows, rb->o0, no);
-                    a_row = no;
-                    a = window_buf + (nk - 1) * b_size * no;
-                } else if (direct) {
-                    a_row = g_rs;
-                    a = g_direct + (row0 + (pad - kf_lo) * b_size) * g_rs;
-                } else {
-                    a_row = ld;
-                    a = window_buf + (is * mr + (k1 - 1 - kf_lo) * b_size) * ld;
-                }
-                const ctbc_ukr_args args = {nk, no, a_row, 1, -b_size * a_row, nr, no * nr, overwrite};
-                kern->ukr(&args, a, b_js + (kf_lo - k0) * no * nr, c_call, ldc_call);
-            }
-            for (int64_t k = ka_lo; k < ka_hi; k++) {
-                if (k >= kf_lo && k < kf_hi)
+            sp->args = (ctbc_ukr_args){sp->kf_hi - sp->kf_lo, no, a_row, 1, -b_size * a_row,
+                                       nr, no * nr, out->fresh};
+        }
+
+        const int64_t n_outer = rows_outer ? n_plans : strips_n;
+        const int64_t n_inner = rows_outer ? strips_n : n_plans;
+        for (int64_t u = 0; u < n_outer; u++) {
+            for (int64_t v = 0; v < n_inner; v++) {
+                const int64_t js = rows_outer ? v : u, q = rows_outer ? u : v;
+                const strip_plan *sp = &plans[q];
+                const float *b_js = rb->weight_panel + js * b_strip;
+                float *c_tile = out->c + (is0 + q) * mr * ldc + js * nr;
+                /* the common micro-tile: whole, and one call writes it */
+                if (sp->single_call && sp->valid == mr && js < full_n) {
+                    kern->ukr(&sp->args, sp->a, b_js + (sp->kf_lo - k0) * no * nr, c_tile, ldc);
                     continue;
-                unsigned char row_ok[CTBC_MR_MAX] = {0};
-                for (int64_t i = 0; i < valid; i++) {
-                    const int64_t tg = (row0 + i) / b_size + pad - k;
-                    row_ok[i] = tg >= 0 && tg < t_out;
                 }
-                const float *a = window_buf + (is * mr + (k1 - 1 - k) * b_size) * ld;
-                if (direct) {
-                    /* copy the rows this tap reaches; zeros elsewhere */
-                    for (int64_t i = 0; i < mr; i++) {
-                        float *dst = window_buf + i * no;
-                        if (row_ok[i])
-                            memcpy(dst, g_direct + (row0 + i + (pad - k) * b_size) * g_rs,
-                                   (size_t)no * sizeof(float));
-                        else
-                            memset(dst, 0, (size_t)no * sizeof(float));
-                    }
-                    a = window_buf;
-                }
-                const ctbc_ukr_args args = {1, no, ld, 1, 0, nr, 0, 0};
-                ctbc_edge_rows(kern, &args, a, b_js + (k - k0) * no * nr, c_call, ldc_call,
-                               row_ok);
+                micro_tile(run, rb, sp, b_js, c_tile, js, out, direct, g_direct, g_rs, ld,
+                           window_buf + (is0 + q) * mr * ld, window_buf);
             }
-            if (via_scratch)
-                for (int64_t i = 0; i < valid; i++)
-                    memcpy(c_tile + i * ldc, scratch_tile + i * nr, sizeof(float) * (size_t)cols);
         }
     }
 }
