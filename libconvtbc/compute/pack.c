@@ -158,6 +158,30 @@ static void row_walker_next(row_walker *w)
 
 static inline int64_t ctbc_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* One strip row of float32: the kernels' widths get fixed-size copies,
+ * which the compiler inlines (a libc call per 64 bytes costs more than the
+ * copy). */
+ALWAYS_INLINE void copy_strip(float *d, const float *src, int64_t width)
+{
+    switch (width) {
+    case 6:
+        memcpy(d, src, 6 * sizeof(float));
+        break;
+    case 8:
+        memcpy(d, src, 8 * sizeof(float));
+        break;
+    case 16:
+        memcpy(d, src, 16 * sizeof(float));
+        break;
+    case 32:
+        memcpy(d, src, 32 * sizeof(float));
+        break;
+    default:
+        for (int64_t j = 0; j < width; j++)
+            d[j] = src[j];
+    }
+}
+
 ALWAYS_INLINE void pack_strips_body(float *dst, int64_t strip_rows, int64_t width,
                                     const ctbc_operand *op, row_walker w, int64_t r_begin,
                                     int64_t r_end, int64_t col0, int64_t ncols, const int kind,
@@ -188,10 +212,16 @@ ALWAYS_INLINE void pack_strips_body(float *dst, int64_t strip_rows, int64_t widt
     for (int64_t r = r_begin; r < r_end; r++, row_walker_next(&w)) {
         const int64_t row_off = row_walker_offset(&w) + col0 * s2;
         float *d = dst + r * width;
-        for (int64_t s = 0; s < full; s++, d += strip_rows * width) {
-            const int64_t off = row_off + s * width * s2;
-            for (int64_t j = 0; j < width; j++)
+        if (kind == KIND_F32 && unit) {
+            const float *src = (const float *)op->data + row_off;
+            for (int64_t s = 0; s < full; s++, d += strip_rows * width)
+                copy_strip(d, src + s * width, width);
+        } else {
+            for (int64_t s = 0; s < full; s++, d += strip_rows * width) {
+                const int64_t off = row_off + s * width * s2;
+                for (int64_t j = 0; j < width; j++)
                     d[j] = load_kind(op->data, off + j * s2, kind);
+            }
         }
         if (tail) {
             const int64_t off = row_off + full * width * s2;
