@@ -28,6 +28,10 @@ SHAPES = [
     # one time step: the last micro-tile of grad_input is partial and reads
     # grad_output in place
     (1, 9, 1570, 1, 17, 0, "float32"),
+    # few output channels, batch >= 8: grad_weight on (tap, channel) pairs,
+    # micro-tiles spanning two taps, a partial c_in strip, padding
+    (20, 8, 160, 5, 8, 2, "float32"),
+    (14, 9, 130, 4, 7, 1, "bfloat16"),
 ]
 
 WORKER = r"""

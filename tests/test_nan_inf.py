@@ -68,6 +68,30 @@ def test_propagation(case, pad, dt, mode, rng):
     assert any(not np.all(np.isfinite(a)) for a in r)
 
 
+@pytest.mark.parametrize("dt", [F32, BF16], ids=["f32", "bf16"])
+@pytest.mark.parametrize("pad", [0, 2])
+def test_propagation_tap_channel_pairs(dt, pad, rng):
+    # Batch >= 8, c_in >= 128 and 7 output channels: grad_weight puts (tap,
+    # channel) pairs on the micro-tile's rows, and input rows where only
+    # some taps of a micro-tile reach grad_output are cut out. A special
+    # value must still reach exactly the sums that contain it.
+    t, b, c_in, k, c_out = 12, 8, 130, 4, 7
+    t_out = t + 2 * pad + 1 - k
+    mk = lambda s: rng.uniform(0.5, 1.0, size=s).astype(np.float32).astype(dt)  # noqa: E731
+    go, x, w, bias = mk((t_out, b, c_out)), mk((t, b, c_in)), mk((k, c_in, c_out)), mk((c_out,))
+    go[5, 3, 6] = np.inf      # meets real input rows for every tap
+    # first and last input rows: some taps pair them with no grad_output
+    # row, a term that does not exist (the reference leaves it out too)
+    x[0, 7, 129] = -np.inf
+    x[t - 1, 0, 0] = np.nan
+    w[3, 64, 2] = np.inf
+    gi, gw, gb = convtbc_py.conv_tbc_backward(go, x, w, bias, pad)
+    r = conv_tbc_backward_ref(go, x, w, pad)
+    check_special(gi, r[0], "gradInput")
+    check_special(gw, r[1], "gradWeight")
+    check_special(gb, r[2], "gradBias")
+
+
 def test_float16_output_overflows_to_inf():
     # Sums beyond float16's range round to Inf in a float16 output, while a
     # float32 output of the same problem holds the finite value.

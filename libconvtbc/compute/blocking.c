@@ -33,8 +33,14 @@
 /* grad_input reduces over (tap, c_out) pairs; aim for this many per block */
 #define GI_REDUCTION 384
 #define GB_CHUNK 256
-/* taps per grad_weight tile when taps lie on the mr side */
-#define GW_TAPS_MAX 48
+/* (tap, channel) pairs per grad_weight tile when they lie on the mr side */
+#define GW_PAIRS_MAX 48
+/* ... chosen (c_out > 1) when they fill micro-tiles this much better, every
+ * tap reaches at least this many time steps, and c_in is wide enough to
+ * pay for gathering a grad_output column per pair */
+#define GW_TAPS_GAIN 1.15
+#define GW_TAPS_MIN_T_OUT 4
+#define GW_TAPS_MIN_C_IN 128
 #ifndef CTBC_GW_TAPS_MIN_B /* tests lower it to exercise the taps layout */
 #define CTBC_GW_TAPS_MIN_B 8
 #endif
@@ -77,21 +83,35 @@ void ctbc_blocking_choose(const ctbc_problem *p, ctbc_isa isa, ctbc_blocking *bl
     const int64_t gw_blocks = ctbc_max(1, CBUF_FLOATS / (kg * bl->gw_bm * bl->gw_bn));
     bl->gw_chunk = (int32_t)ctbc_min(ctbc_round_up(gw_m, bl->gw_bm), gw_blocks * bl->gw_bm);
 
-    /* A single output channel would fill one row of mr: put mr taps there
-     * instead (each grad_output row then pairs with mr input rows b_size
-     * apart), reducing over input rows. Rows where only some of the mr taps
-     * reach grad_output come in runs of b_size rows, each run one more
-     * kernel call: not worth it for small batches. */
-    if (p->c_out == 1 && p->k >= 2 && mr >= 2 && p->b >= CTBC_GW_TAPS_MIN_B) {
+    /* Few output channels fill few rows of mr (or columns of nr): put
+     * (tap, channel) pairs on the mr side instead (each grad_output row
+     * then pairs with input rows b_size apart per tap), reducing over
+     * input rows. Rows where only some taps of a micro-tile reach
+     * grad_output come in runs of b_size rows, each run one more kernel
+     * call: not worth it for small batches. */
+    const int64_t t_out = ctbc_max(p->t_out, 0);
+    const double fill_plain = fill_m > fill_n ? fill_m : fill_n;
+    const double fill_pairs = (double)(p->k * c_out) / (double)ctbc_round_up(p->k * c_out, mr);
+    const int pairs_fill_better =
+        p->c_out == 1 || (t_out >= GW_TAPS_MIN_T_OUT && p->c_in >= GW_TAPS_MIN_C_IN &&
+                          fill_pairs >= GW_TAPS_GAIN * fill_plain);
+    if (p->c_out >= 1 && p->k >= 2 && mr >= 2 && p->b >= CTBC_GW_TAPS_MIN_B && pairs_fill_better) {
         bl->gw_taps = 1;
         bl->gw_o_on_m = 1;
         bl->gw_bm = (int32_t)mr;
         bl->gw_chunk = (int32_t)mr;
         bl->gw_bn = (int32_t)ctbc_min(ctbc_round_up(c_in, nr), NC_TILES * nr);
         bl->gw_kc = KC;
-        /* taps per tile (one kc-row grad_output column each, plus mr - 1) */
-        kg = ctbc_min(ctbc_min(p->k, GW_TAPS_MAX), CBUF_FLOATS / bl->gw_bn / mr * mr);
-        bl->gw_kg = (int32_t)ctbc_max(kg, 1);
+        /* taps per tile: up to GW_PAIRS_MAX pairs, a whole number of
+         * micro-tiles when a group not much smaller allows it */
+        const int64_t kg_max = ctbc_clamp(GW_PAIRS_MAX / c_out, 1, p->k);
+        kg = kg_max;
+        for (int64_t g = kg_max; 2 * g >= kg_max; g--)
+            if ((g * c_out) % mr == 0) {
+                kg = g;
+                break;
+            }
+        bl->gw_kg = (int32_t)kg;
     }
 
     /* grad_input: rows (t, b), columns c_in, reduction (k, o) */
@@ -129,14 +149,15 @@ void ctbc_ws_layout_of(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_l
     const int64_t b = p->b;
     /* grad_weight */
     const int64_t gw_window = (int64_t)bl->gw_kc + (bl->gw_kg - 1) * b;
-    const int64_t gw_c = bl->gw_taps ? ctbc_round_up(bl->gw_kg, bl->gw_bm) * bl->gw_bn
+    const int64_t gw_pairs = ctbc_round_up((int64_t)bl->gw_kg * ctbc_max(p->c_out, 1), bl->gw_bm);
+    const int64_t gw_c = bl->gw_taps ? gw_pairs * bl->gw_bn
                                      : (int64_t)bl->gw_kg * bl->gw_chunk * bl->gw_bn;
     const int64_t gw_a = (bl->gw_o_on_m ? bl->gw_kc : gw_window) * (int64_t)bl->gw_bm;
     int64_t gw_b = (bl->gw_o_on_m ? gw_window : bl->gw_kc) * (int64_t)bl->gw_bn;
     int64_t gw_a_taps = 0;
     if (bl->gw_taps) {
         gw_b = (int64_t)bl->gw_kc * bl->gw_bn;
-        gw_a_taps = (int64_t)bl->gw_kc * (bl->gw_kg + bl->gw_bm - 1);
+        gw_a_taps = (int64_t)bl->gw_kc * gw_pairs;
     }
     /* grad_input */
     const int64_t gi_c = (int64_t)bl->gi_chunk * bl->gi_bn;
