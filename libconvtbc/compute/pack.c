@@ -158,28 +158,16 @@ static void row_walker_next(row_walker *w)
 
 static inline int64_t ctbc_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-/* One strip row of float32: the kernels' widths get fixed-size copies,
- * which the compiler inlines (a libc call per 64 bytes costs more than the
- * copy). */
+/* One strip row of float32, in fixed 8-float pieces that the compiler
+ * inlines (a libc call per 64 bytes, or an element loop of run-time
+ * length, costs more than the copy). */
 ALWAYS_INLINE void copy_strip(float *d, const float *src, int64_t width)
 {
-    switch (width) {
-    case 6:
-        memcpy(d, src, 6 * sizeof(float));
-        break;
-    case 8:
-        memcpy(d, src, 8 * sizeof(float));
-        break;
-    case 16:
-        memcpy(d, src, 16 * sizeof(float));
-        break;
-    case 32:
-        memcpy(d, src, 32 * sizeof(float));
-        break;
-    default:
-        for (int64_t j = 0; j < width; j++)
-            d[j] = src[j];
-    }
+    int64_t j = 0;
+    for (; j + 8 <= width; j += 8)
+        memcpy(d + j, src + j, 8 * sizeof(float));
+    for (; j < width; j++)
+        d[j] = src[j];
 }
 
 ALWAYS_INLINE void pack_strips_body(float *dst, int64_t strip_rows, int64_t width,
