@@ -19,8 +19,9 @@ typedef struct {
     int32_t parallel;   /* 1: enough work to open an OpenMP region */
     /* grad_weight = per tap k, a [c_in x c_out] GEMM reducing over (t, b) */
     int32_t gw_o_on_m;  /* 1: c_out on the micro-tile's mr side (small c_out) */
-    int32_t gw_taps;    /* 1 (c_out == 1): taps on the mr side, c_in on the nr
-                           side, reducing over input rows; gw_kg taps a tile */
+    int32_t gw_taps;    /* 1 (few c_out): (tap, channel) pairs on the mr side,
+                           c_in on the nr side, reducing over input rows;
+                           gw_kg taps a tile */
     int32_t gw_bm;      /* block along the mr side (multiple of mr) */
     int32_t gw_chunk;   /* mr-side extent of a tile (multiple of gw_bm): the
                            nr-side block is packed once for all of it */

@@ -13,7 +13,8 @@
  *
  * Tile = (tap group, block of the mr side, block of the nr side); with
  * gw_o_on_m the mr side is c_out (grad_output strips) and the nr side c_in
- * (window strips), else the reverse.
+ * (window strips), else the reverse. With few output channels (gw_taps)
+ * the mr side is (tap, channel) pairs instead: see taps_tile.
  */
 #include <string.h>
 
