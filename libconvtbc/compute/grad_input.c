@@ -98,22 +98,31 @@ typedef struct {
     int64_t kf_lo, kf_hi; /* taps through one kernel call (valid for every row) */
     int64_t ka_lo, ka_hi; /* taps valid for at least one row */
     int single_call;      /* 1: the one call covers every tap of the micro-tile */
+    const float *window;  /* packed window at the micro-tile's row 0 */
     /* the call's A operand and arguments (overwrite set by the caller) */
     const float *a;
     ctbc_ukr_args args;
 } strip_plan;
+
+/* Where a window's grad_output rows are read: in place (direct, rows g_rs
+ * apart from g_direct) or from the packed window in buf (rows ld apart);
+ * with direct, buf is free for small copies. */
+typedef struct {
+    int direct;
+    const float *g_direct;
+    int64_t g_rs, ld;
+    float *buf;
+} window_source;
 
 /* Micro-tile plans computed at a time (a window has at most MC_TILES) */
 #define PLAN_GROUP 32
 
 /* Any micro-tile other than the common one (see window_step): partial rows
  * or columns, taps valid for only some rows, or written in place through a
- * scratch tile. `strip_window` is the packed window at the micro-tile's row
- * 0; `window_buf` is free for copies when grad_output is read in place. */
-static void micro_tile(const ctbc_run *run, const reduction_block *rb, const strip_plan *sp,
-                       const float *b_js, float *c_tile, int64_t js, const tile_out *out,
-                       int direct, const float *g_direct, int64_t g_rs, int64_t ld,
-                       const float *strip_window, float *window_buf)
+ * scratch tile. */
+static void micro_tile(const ctbc_run *run, const reduction_block *rb, const window_source *src,
+                       const strip_plan *sp, const float *b_js, float *c_tile, int64_t js,
+                       const tile_out *out)
 {
     const ctbc_problem *p = run->problem;
     const ctbc_kernel *kern = run->kernel;
@@ -122,6 +131,7 @@ static void micro_tile(const ctbc_run *run, const reduction_block *rb, const str
     const int64_t k0 = rb->k0, k1 = rb->k1, no = rb->no;
     const int64_t row0 = sp->row0, valid = sp->valid;
     const int64_t cols = ctbc_min(nr, out->nb - js * nr);
+    float *window_buf = src->buf;
 
     /* In a fresh accumulator (or in place) a micro-tile that one kernel
      * call covers is written by it (overwrite); any other is cleared first,
@@ -142,7 +152,7 @@ static void micro_tile(const ctbc_run *run, const reduction_block *rb, const str
     if (sp->kf_lo < sp->kf_hi) {
         ctbc_ukr_args args = sp->args;
         const float *a = sp->a;
-        if (direct && valid < mr) {
+        if (src->direct && valid < mr) {
             /* the rows past the tile's end may lie past grad_output's:
              * pack this micro-tile's window, zero where there are no rows
              * (only rows past `valid` can read those) */
@@ -163,20 +173,20 @@ static void micro_tile(const ctbc_run *run, const reduction_block *rb, const str
             const int64_t tg = (row0 + i) / b_size + pad - k;
             row_ok[i] = tg >= 0 && tg < t_out;
         }
-        const float *a = strip_window + (k1 - 1 - k) * b_size * ld;
-        if (direct) {
+        const float *a = sp->window + (k1 - 1 - k) * b_size * src->ld;
+        if (src->direct) {
             /* copy the rows this tap reaches; zeros elsewhere */
             for (int64_t i = 0; i < mr; i++) {
                 float *dst = window_buf + i * no;
                 if (row_ok[i])
-                    memcpy(dst, g_direct + (row0 + i + (pad - k) * b_size) * g_rs,
+                    memcpy(dst, src->g_direct + (row0 + i + (pad - k) * b_size) * src->g_rs,
                            (size_t)no * sizeof(float));
                 else
                     memset(dst, 0, (size_t)no * sizeof(float));
             }
             a = window_buf;
         }
-        const ctbc_ukr_args args = {1, no, ld, 1, 0, nr, 0, 0};
+        const ctbc_ukr_args args = {1, no, src->ld, 1, 0, nr, 0, 0};
         ctbc_edge_rows(kern, &args, a, b_js + (k - k0) * no * nr, c_call, ldc_call, row_ok);
     }
     if (via_scratch)
@@ -215,6 +225,7 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
     const int direct = !merged && ctbc_operand_direct(&run->grad_output, b_size, g_rows, &g_rs) &&
                        g_rs <= 1024;
     const float *g_direct = (const float *)run->grad_output.data + rb->o0;
+    const window_source src = {direct, g_direct, g_rs, no, window_buf};
 
     /* packed: window row w is grad_output row g_first + w; tile row m and
      * tap k read window row (m - m0) + (k1 - 1 - k)*b_size */
@@ -253,6 +264,7 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
             const int64_t edge_taps =
                 (sp->ka_hi - sp->ka_lo) - ctbc_max(0, sp->kf_hi - sp->kf_lo);
             sp->single_call = sp->kf_lo < sp->kf_hi && edge_taps == 0;
+            sp->window = window_buf + is * mr * ld;
             sp->a = NULL;
             if (sp->kf_lo >= sp->kf_hi || (direct && sp->valid < mr))
                 continue; /* no call, or one that packs its own window */
@@ -264,7 +276,7 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
                 sp->a = g_direct + (sp->row0 + (pad - sp->kf_lo) * b_size) * g_rs;
             } else {
                 a_row = ld;
-                sp->a = window_buf + (is * mr + (k1 - 1 - sp->kf_lo) * b_size) * ld;
+                sp->a = sp->window + (k1 - 1 - sp->kf_lo) * b_size * ld;
             }
             sp->args = (ctbc_ukr_args){sp->kf_hi - sp->kf_lo, no, a_row, 1, -b_size * a_row,
                                        nr, no * nr, out->fresh};
@@ -283,8 +295,7 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
                     kern->ukr(&sp->args, sp->a, b_js + (sp->kf_lo - k0) * no * nr, c_tile, ldc);
                     continue;
                 }
-                micro_tile(run, rb, sp, b_js, c_tile, js, out, direct, g_direct, g_rs, ld,
-                           window_buf + (is0 + q) * mr * ld, window_buf);
+                micro_tile(run, rb, &src, sp, b_js, c_tile, js, out);
             }
         }
     }
