@@ -122,7 +122,7 @@ def _elf_dynamic(path):
 
 
 def _build_sample(tree, tmp_path):
-    """Configure, build and run CANN's sample from an empty build folder with
+    """Configure, build and run examples/cann_sample from an empty build folder with
     only set_env.sh sourced; returns the program's output."""
     cmake = _tool("cmake")
     build = tmp_path / "sample build"
@@ -133,10 +133,9 @@ def _build_sample(tree, tmp_path):
 
 
 def _check_sample_output(out):
-    values = {}
-    for name, index, value in re.findall(r"^(\w+)\[(\d+)\] is: (\S+)$", out, re.M):
-        values.setdefault(name, []).append((int(index), float(value)))
-    got = {name: [v for _, v in sorted(pairs)] for name, pairs in values.items()}
+    # One line per gradient: its name, its shape, then every element.
+    got = {name: [float(v) for v in values.split()]
+           for name, values in re.findall(r"^(\w+)\s+\[[\d,]+\]:(.*)$", out, re.M)}
     assert got == SAMPLE_EXPECTED, out
 
 
