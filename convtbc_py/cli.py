@@ -15,7 +15,7 @@ import contextlib
 import importlib
 import sys
 from pathlib import Path
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -44,90 +44,90 @@ def _config(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------- demo
 
 
-def _device_tensor(host: np.ndarray, data_type: int, cleanup: contextlib.ExitStack) -> Tuple[Any, Any]:
-    """CANN's CreateAclTensor: device memory, a host->device copy, a contiguous ND tensor."""
+# The aclnnConvTbcBackward case in CANN's documentation, argument by argument:
+# (shape, the value every element starts with, the value every element must
+# hold after the call). Inputs are all ones; outputs start as NaN so that an
+# element the op never wrote cannot pass. With all ones each gradient element
+# counts the terms of its sum: C_out = 2 for gradInput, T_out * B = 5 for
+# gradWeight and gradBias. pad 0, cubeMathType 1.
+_DOCUMENTED_CASE: Dict[str, Tuple[Tuple[int, ...], float, Optional[float]]] = {
+    "self": ((5, 1, 2), 1.0, None),
+    "input": ((5, 1, 2), 1.0, None),
+    "weight": ((1, 2, 2), 1.0, None),
+    "bias": ((2,), 1.0, None),
+    "gradInput": ((5, 1, 2), float("nan"), 2.0),
+    "gradWeight": ((1, 2, 2), float("nan"), 5.0),
+    "gradBias": ((2,), float("nan"), 5.0),
+}
+
+
+def _upload(host: np.ndarray, cleanup: contextlib.ExitStack) -> Tuple[Any, Any]:
+    """Put a float32 array into aclrtMalloc'd memory and describe it as an
+    aclTensor; both are released when `cleanup` closes. Returns (memory, tensor)."""
     from . import ffi, lib
     from .errors import AclError, check, check_created
 
-    size = host.nbytes
-    device = ffi.new("void **")
-    check(lib.aclrtMalloc(device, size, lib.ACL_MEM_MALLOC_HUGE_FIRST), AclError)
-    cleanup.callback(lib.aclrtFree, device[0])
-    check(lib.aclrtMemcpy(device[0], size, ffi.from_buffer(host), size, lib.ACL_MEMCPY_HOST_TO_DEVICE), AclError)
-
-    shape = ffi.new("int64_t[]", list(host.shape))
-    strides = ffi.new("int64_t[]", [s // host.itemsize for s in host.strides])
-    tensor = lib.aclCreateTensor(
-        shape, host.ndim, data_type, strides, 0, lib.ACL_FORMAT_ND, shape, host.ndim, device[0]
-    )
+    memory = ffi.new("void **")
+    check(lib.aclrtMalloc(memory, host.nbytes, lib.ACL_MEM_MALLOC_HUGE_FIRST), AclError)
+    cleanup.callback(lib.aclrtFree, memory[0])
+    check(lib.aclrtMemcpy(memory[0], host.nbytes, ffi.from_buffer(host), host.nbytes,
+                          lib.ACL_MEMCPY_HOST_TO_DEVICE), AclError)
+    dims = ffi.new("int64_t[]", list(host.shape))
+    element_strides = ffi.new("int64_t[]", [s // host.itemsize for s in host.strides])
+    tensor = lib.aclCreateTensor(dims, host.ndim, lib.ACL_FLOAT, element_strides, 0, lib.ACL_FORMAT_ND,
+                                 dims, host.ndim, memory[0])
     check_created(tensor)
     cleanup.callback(lib.aclDestroyTensor, tensor)
-    return device[0], tensor
+    return memory[0], tensor
 
 
 def _demo_cann_example() -> bool:
-    """CANN's aclnnConvTbcBackward sample, call for call, through the raw API."""
+    """The documented case through the raw C API, on a stream, with device memory."""
     from . import ffi, lib
     from .errors import AclError, check
 
     print("case 1: CANN's documented example (raw C API, all ones, pad 0, cubeMathType 1)")
-    device_id = 0
-    pad = 0
-    cube_math_type = 1
-    shapes = {"self": (5, 1, 2), "input": (5, 1, 2), "weight": (1, 2, 2), "bias": (2,)}
-    grad_shapes = {"gradInput": (5, 1, 2), "gradWeight": (1, 2, 2), "gradBias": (2,)}
-    expected = {"gradInput": 2.0, "gradWeight": 5.0, "gradBias": 5.0}
-
-    # The ExitStack plays the part of the sample's unique_ptrs and Finalize():
-    # whatever was set up is torn down in reverse order, on success or failure.
+    # Every step registers its undoing, so the runtime is left as found
+    # whether the case passes, fails or raises.
     with contextlib.ExitStack() as cleanup:
         check(lib.aclInit(ffi.NULL), AclError)
         cleanup.callback(lib.aclFinalize)
-        check(lib.aclrtSetDevice(device_id), AclError)
-        cleanup.callback(lib.aclrtResetDevice, device_id)
-        stream_out = ffi.new("aclrtStream *")
-        check(lib.aclrtCreateStream(stream_out), AclError)
-        stream = stream_out[0]
-        cleanup.callback(lib.aclrtDestroyStream, stream)
+        check(lib.aclrtSetDevice(0), AclError)
+        cleanup.callback(lib.aclrtResetDevice, 0)
+        stream = ffi.new("aclrtStream *")
+        check(lib.aclrtCreateStream(stream), AclError)
+        cleanup.callback(lib.aclrtDestroyStream, stream[0])
 
-        tensors = {}
-        for name, shape in shapes.items():
-            _, tensors[name] = _device_tensor(np.ones(shape, np.float32), lib.ACL_FLOAT, cleanup)
-        grad_devices = {}
-        for name, shape in grad_shapes.items():
-            grad_devices[name], tensors[name] = _device_tensor(np.ones(shape, np.float32), lib.ACL_FLOAT, cleanup)
+        memory, tensors = {}, {}
+        for name, (shape, fill, _) in _DOCUMENTED_CASE.items():
+            memory[name], tensors[name] = _upload(np.full(shape, fill, np.float32), cleanup)
 
         workspace_size = ffi.new("uint64_t *")
         executor = ffi.new("aclOpExecutor **")
-        check(
-            lib.aclnnConvTbcBackwardGetWorkspaceSize(
-                tensors["self"], tensors["input"], tensors["weight"], tensors["bias"], pad, cube_math_type,
-                tensors["gradInput"], tensors["gradWeight"], tensors["gradBias"], workspace_size, executor,
-            )
-        )
+        pad, cube_math_type = 0, 1
+        # The dict keeps the prototype's argument order: four inputs, then three outputs.
+        check(lib.aclnnConvTbcBackwardGetWorkspaceSize(*list(tensors.values())[:4], pad, cube_math_type,
+                                                       *list(tensors.values())[4:], workspace_size, executor))
         workspace = ffi.NULL
-        if workspace_size[0] > 0:
-            workspace_out = ffi.new("void **")
-            check(lib.aclrtMalloc(workspace_out, workspace_size[0], lib.ACL_MEM_MALLOC_HUGE_FIRST), AclError)
-            workspace = workspace_out[0]
+        if workspace_size[0]:
+            allocated = ffi.new("void **")
+            check(lib.aclrtMalloc(allocated, workspace_size[0], lib.ACL_MEM_MALLOC_HUGE_FIRST), AclError)
+            workspace = allocated[0]
             cleanup.callback(lib.aclrtFree, workspace)
-        check(lib.aclnnConvTbcBackward(workspace, workspace_size[0], executor[0], stream))
-        check(lib.aclrtSynchronizeStream(stream), AclError)
+        check(lib.aclnnConvTbcBackward(workspace, workspace_size[0], executor[0], stream[0]))
+        check(lib.aclrtSynchronizeStream(stream[0]), AclError)
 
         passed = True
-        for name, shape in grad_shapes.items():
-            result = np.zeros(shape, np.float32)
-            check(
-                lib.aclrtMemcpy(
-                    ffi.from_buffer(result), result.nbytes, grad_devices[name], result.nbytes,
-                    lib.ACL_MEMCPY_DEVICE_TO_HOST,
-                ),
-                AclError,
-            )
-            ok = bool(np.all(result == expected[name]))
+        for name, (shape, _, expected) in _DOCUMENTED_CASE.items():
+            if expected is None:
+                continue
+            result = np.empty(shape, np.float32)
+            check(lib.aclrtMemcpy(ffi.from_buffer(result), result.nbytes, memory[name], result.nbytes,
+                                  lib.ACL_MEMCPY_DEVICE_TO_HOST), AclError)
+            ok = bool(np.all(result == expected))
             passed &= ok
             print(f"  {name} {list(shape)} = {np.array2string(result.ravel())} "
-                  f"(expected all {expected[name]:g}) {'ok' if ok else 'WRONG'}")
+                  f"(expected all {expected:g}) {'ok' if ok else 'WRONG'}")
     return passed
 
 

@@ -8,8 +8,11 @@ phase 1, then a phase 2 that is refused) run in a subprocess.
   lines go to $ASCEND_PROCESS_LOG_PATH/plog/plog-<pid>_<timestamp>.log,
   default $HOME/ascend/log.
 - Nothing is logged when neither variable is set.
-- A line: [Level] ModuleName(PID,PName):yyyy-mm-dd-hh:mm:ss.fff.zzz [FileName:LineNumber]LogContent
-  (e.g. "[ERROR] OP(12940,opapi_test):2026-10-17-05:54:07.599.074 [conv_tbc.c:33]...").
+- A line holds, in order: the level in brackets, the module with the process
+  id and program name in parentheses, a colon, the local time down to the
+  microsecond as year-month-day-hour:minute:second.milli.micro, the source
+  file and line in brackets, then the text, e.g.
+  "[ERROR] OP(4711,train):2026-03-02-14:21:45.118.302 [conv_tbc.c:210]...".
 - Lines for API calls, for phase 1's decisions (shapes, dtypes, workspace)
   and for errors.
 """

@@ -1,7 +1,7 @@
 /*
  * CANN-style logs. Off unless ASCEND_GLOBAL_LOG_LEVEL or
  * ASCEND_SLOG_PRINT_TO_STDOUT is set: then lines of CANN's plog shape
- *   [ERROR] ASCENDCL(12940,prog):2026-10-17-05:54:07.599.074 [memory.c:33]text
+ *   [ERROR] ASCENDCL(4711,train):2026-03-02-14:21:45.118.302 [memory.c:210]text
  * at and above the level (0 DEBUG, 1 INFO, 2 WARNING, 3 ERROR (default),
  * 4 none) go to stdout when ASCEND_SLOG_PRINT_TO_STDOUT=1, else to
  * $ASCEND_PROCESS_LOG_PATH/plog/plog-<pid>_<timestamp>.log (default

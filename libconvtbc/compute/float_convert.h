@@ -41,22 +41,32 @@ static inline float ctbc_f16_to_f32(uint16_t h)
 
 static inline uint16_t ctbc_f32_to_f16(float f)
 {
-    uint32_t u = ctbc_f32_bits(f);
-    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-    uint32_t abs = u & 0x7fffffffu;
-    if (abs > 0x7f800000u) /* NaN */
+    const uint32_t u = ctbc_f32_bits(f);
+    const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    const uint32_t abs = u & 0x7fffffffu;
+    if (abs > 0x7f800000u) /* NaN: quiet, with the top payload bits */
         return (uint16_t)(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));
-    if (abs >= 0x477ff000u) /* rounds to >= 65520: Inf */
+    if (abs >= 0x47800000u) /* 2^16 and above, Inf included */
         return (uint16_t)(sign | 0x7c00u);
-    if (abs < 0x38800000u) {
-        /* below the smallest normal: round to a multiple of 2^-24 by adding
-         * a magic number whose ulp is 2^-24 (float addition rounds RNE) */
-        float v = ctbc_bits_f32(abs) + 0.5f;
-        return (uint16_t)(sign | (uint16_t)(ctbc_f32_bits(v) - 0x3f000000u));
-    }
-    /* normal: rebias exponent, round the 13 dropped bits to nearest even */
-    uint32_t r = abs + 0xc8000fffu + ((abs >> 13) & 1u);
-    return (uint16_t)(sign | (uint16_t)(r >> 13));
+    /* The float16 exponent field this value would have. float16 keeps 10 of
+     * float32's 23 fraction bits; below its normal range (field <= 0) every
+     * step down drops one bit more, and the field of the result is 0. A
+     * float32 subnormal lands far below and becomes zero like anything
+     * under half the smallest float16 subnormal (field < -10). */
+    const int32_t field = (int32_t)(abs >> 23) - 127 + 15;
+    if (field < -10)
+        return sign;
+    const uint32_t significand = (abs & 0x7fffffu) | 0x800000u; /* the implicit 1 made explicit */
+    const int dropped = field >= 1 ? 13 : 14 - field;
+    uint32_t kept = significand >> dropped;
+    const uint32_t rest = significand & ((1u << dropped) - 1u), half = 1u << (dropped - 1);
+    if (rest > half || (rest == half && (kept & 1u)))
+        kept++;
+    /* For a normal result `kept` still holds the implicit 1 (0x400), which
+     * adds one to the exponent field: hence field - 1. A rounding carry out
+     * of the fraction moves into the exponent the same way, up to Inf. */
+    const uint32_t magnitude = (field >= 1 ? (uint32_t)(field - 1) << 10 : 0u) + kept;
+    return (uint16_t)(sign | (magnitude >= 0x7c00u ? 0x7c00u : magnitude));
 }
 
 /* HF32: float32 range with 11 explicit mantissa bits (12 dropped), RNE. */
