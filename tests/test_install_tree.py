@@ -23,10 +23,11 @@ import pytest
 from conftest import C_DIR, REPO_ROOT
 
 SONAME = "libconvtbc.so.0"
-# CANN's library names (old and new operator library splits) and the
-# development name; each must resolve to the one real library.
-ALIASES = ("libconvtbc.so", "libascendcl.so", "libnnopbase.so", "libopapi.so",
-           "libopapi_nn.so", "libopapi_math.so")
+# CANN's library names (old and new operator library splits): ELF filter
+# libraries of the one real library.
+CANN_NAMES = ("libascendcl.so", "libnnopbase.so", "libopapi.so", "libopapi_nn.so", "libopapi_math.so")
+# Every name a build may link; each must resolve to the one real library.
+ALIASES = ("libconvtbc.so",) + CANN_NAMES
 TREE_FILES = (
     "set_env.sh",
     "include/acl/acl.h",
@@ -183,11 +184,17 @@ def test_one_real_library_with_soname(tree):
     assert library.read_bytes()[:4] == b"\x7fELF"
     needed, soname = _elf_dynamic(library)
     assert soname == [SONAME]
-    for alias in ALIASES:
-        text = (tree / "lib64" / alias).read_text()
-        # A GNU ld script: comments, then INPUT(<the real library>).
-        body = re.sub(r"/\*.*?\*/", "", text, flags=re.S).split()
-        assert body == [f"INPUT({SONAME})"], f"{alias}: {text!r}"
+    # The development name is a GNU ld script: comments, then INPUT(<the real library>).
+    text = (tree / "lib64" / "libconvtbc.so").read_text()
+    body = re.sub(r"/\*.*?\*/", "", text, flags=re.S).split()
+    assert body == [f"INPUT({SONAME})"], text
+    # CANN's names are ELF objects with CANN's sonames that filter to it.
+    for name in CANN_NAMES:
+        path = tree / "lib64" / name
+        assert path.read_bytes()[:4] == b"\x7fELF", name
+        dynamic = _run([_tool("readelf"), "-d", str(path)])
+        assert re.findall(r"\(SONAME\)\s+Library soname: \[(.+?)\]", dynamic) == [name]
+        assert re.findall(r"\(FILTER\)\s+Filter library: \[(.+?)\]", dynamic) == [SONAME]
 
 
 def test_exports_are_exactly_the_public_functions(tree, tmp_path):
@@ -208,7 +215,9 @@ def test_every_cann_name_links_one_runtime(tree, tmp_path):
          + [str(lib64 / name) for name in ALIASES]
          + [f"-L{lib64}"] + [f"-l{name[3:-3]}" for name in ALIASES])
     needed, _ = _elf_dynamic(program)
-    assert [n for n in needed if "convtbc" in n or n in ALIASES] == [SONAME]
+    # The linker records the real library for the ld script, and the CANN
+    # names themselves for the filters, exactly as a CANN build would.
+    assert sorted(n for n in needed if "convtbc" in n or n in ALIASES) == sorted((SONAME,) + CANN_NAMES)
     out = _run([str(program)], env=dict(os.environ, LD_LIBRARY_PATH=str(lib64)))
     facts = dict(line.split() for line in out.splitlines())
     assert facts == {"convtbc_objects": "1", "init": "0", "init_again": "100002", "aclnn_success": "0"}
