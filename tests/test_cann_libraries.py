@@ -117,3 +117,27 @@ def test_one_runtime_state_through_two_names(lib64):
         """, lib64)
     # 100002 ACL_ERROR_REPEAT_INITIALIZE; 100037 ACL_ERROR_REPEAT_FINALIZE.
     assert out.split() == ["0", "100002", "0", "100037"]
+
+
+def test_every_function_compiles_and_links_from_cann_headers(lib64, convtbc_config, tmp_path):
+    """A C++ file that takes the address of every function, including only
+    the headers CANN declares them in, links with --no-undefined against
+    CANN's library names in the tree."""
+    functions = _cann_functions() + [("aclnnop/aclnn_convolution_backward.h", name) for name in OP_FUNCTIONS + (
+        "aclnnConvolutionBackwardGetWorkspaceSize", "aclnnConvolutionBackward",
+        "aclnnDeformableConv2dBackwardGetWorkspaceSize", "aclnnDeformableConv2dBackward")]
+    headers = sorted({header for header, _ in functions})
+    source = tmp_path / "every_function.cpp"
+    source.write_text(
+        "".join(f'#include "{h}"\n' for h in headers) + "#include <cstdio>\n\n"
+        "int main()\n{\n    const void *functions[] = {\n"
+        + "".join(f"        reinterpret_cast<const void *>(&{name}),\n" for _, name in functions)
+        + "    };\n    int resolved = 0;\n"
+        "    for (const void *f : functions)\n        resolved += f != nullptr;\n"
+        '    std::printf("%d\\n", resolved);\n    return 0;\n}\n')
+    program = tmp_path / "every_function"
+    _run(["g++", "-std=c++11", "-Wall", "-Wextra", "-Werror", *convtbc_config["--cflags"].split(), str(source),
+          "-o", str(program), "-Wl,--no-undefined", f"-L{lib64}", "-lascendcl", "-lnnopbase", "-lopapi_nn",
+          "-lopapi_math"])
+    out = _run([str(program)], env=dict(os.environ, LD_LIBRARY_PATH=str(lib64)))
+    assert out.split() == [str(len(functions))]
