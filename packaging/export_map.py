@@ -4,7 +4,9 @@
     export_map.py --list INCLUDE_DIR        print every public header, one a line
     export_map.py OUTPUT HEADER...          write the GNU ld version script
 
-Every function a public header declares with ACL_FUNC_VISIBILITY is global;
+Every function a public header declares with a visibility macro -- the
+runtime's ACL_FUNC_VISIBILITY, or ACLNN_API in operator headers, as in CANN --
+is global;
 everything else in the library (internals, the C++ runtime's and libgomp's
 pulled-in pieces) is local. The library is also built with hidden visibility,
 so this script is the second of two fences, and tests/test_install_tree.py
@@ -18,7 +20,7 @@ from pathlib import Path
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 # `ACL_FUNC_VISIBILITY <return type> <name>(` -- the name is the last
 # identifier before the parameter list.
-_DECLARATION = re.compile(r"\bACL_FUNC_VISIBILITY\b([^;{}()]*?)\b([A-Za-z_]\w*)\s*\(")
+_DECLARATION = re.compile(r"\b(?:ACL_FUNC_VISIBILITY|ACLNN_API)\b([^;{}()]*?)\b([A-Za-z_]\w*)\s*\(")
 
 
 def exported_names(texts):
@@ -50,7 +52,7 @@ def main(argv):
         return 2
     names = exported_names(Path(h).read_text(encoding="utf-8") for h in argv[1:])
     if not names:
-        print("export_map.py: no ACL_FUNC_VISIBILITY declarations found", file=sys.stderr)
+        print("export_map.py: no ACL_FUNC_VISIBILITY / ACLNN_API declarations found", file=sys.stderr)
         return 1
     Path(argv[0]).write_text(version_script(names), encoding="utf-8")
     return 0
