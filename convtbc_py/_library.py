@@ -93,7 +93,8 @@ def _condition_holds(directive: str, argument: str, defined: set, constants: Dic
     if directive == "ifndef":
         return argument not in defined
     # `#if` / `#elif`: an integer expression over defined(NAME), numbers and
-    # macros, evaluated as the C preprocessor would (unknown names are 0).
+    # macros, as the C preprocessor reads the simple conditions these headers
+    # use (unknown names are 0).
     python = []
     for match in _CONDITION_TOKEN.finditer(argument):
         name_a, name_b, number, ident, op, other = match.groups()

@@ -2,8 +2,8 @@
  * convtbc: the ACL runtime -- set-up, devices, contexts, streams, events,
  * memory, callbacks, kernels and captured models -- with CANN's names,
  * values and prototypes (acl/acl_rt.h). Every function CANN declares here is
- * declared; the ones a CPU cannot honour answer ACL_ERROR_API_NOT_SUPPORT
- * or ACL_ERROR_RT_FEATURE_NOT_SUPPORT.
+ * declared; those convtbc does not emulate refuse each call with a status
+ * and a message for aclGetRecentErrMsg.
  */
 #ifndef CONVTBC_ACL_ACL_RT_H
 #define CONVTBC_ACL_ACL_RT_H
@@ -387,7 +387,7 @@ typedef struct aclrtMemUsageInfo {
     size_t reserved[8];
 } aclrtMemUsageInfo;
 
-/* Virtual and physical memory management. */
+/* Managed memory ranges, and physical allocations and their sharing. */
 typedef enum aclrtMemManagedRangeAttribute {
     ACL_MEM_RANGE_ATTRIBUTE_READ_MOSTLY = 1,
     ACL_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION = 2,

@@ -41,8 +41,9 @@ static const aclnnStatus OK = 0;
 #endif
 
 /*
- * Tensors and the other operands of an operator. The create calls return
- * NULL on failure; destroying NULL succeeds.
+ * Tensors and the other operands of an operator; the create calls return
+ * NULL on failure. A tensor or scalar list owns its elements: destroying the
+ * list destroys them, so CANN's samples never destroy them one by one.
  */
 ACL_FUNC_VISIBILITY aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum,
                                                aclDataType dataType, const int64_t *stride, int64_t offset,
