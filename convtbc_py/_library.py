@@ -16,28 +16,47 @@ import cffi
 PACKAGE_DIR: Path = Path(__file__).resolve().parent
 
 # In dependency order: each header only uses names declared by earlier ones.
+# The layout is CANN's: acl.h and acl_base.h only gather the others.
 HEADERS: Tuple[str, ...] = (
+    "acl/error_codes/rt_error_codes.h",
+    "acl/error_codes/ge_error_codes.h",
+    "acl/acl_base_rt.h",
+    "acl/acl_base_mdl.h",
     "acl/acl_base.h",
+    "acl/acl_rt_allocator.h",
     "acl/acl_rt.h",
+    "acl/acl_op.h",
+    "acl/acl_mdl.h",
     "acl/acl.h",
+    "aclnn/opdev/op_errno.h",
     "aclnn/acl_meta.h",
     "aclnn/aclnn_base.h",
+    "aclnnop/aclnn_util.h",
     "aclnnop/aclnn_convolution_backward.h",
     # convtbc's own additions (host memory declarations, synchronising the
     # current default stream), which the numpy front end needs.
     "convtbc/convtbc_ext.h",
 )
 
-# Macros the headers test that we treat as defined: the visibility macro means
-# nothing to cffi, so its fallback definition block must be skipped.
-_PREDEFINED = frozenset({"ACL_FUNC_VISIBILITY"})
-# Tokens erased from declarations (the visibility attribute).
-_ERASED_TOKENS = re.compile(r"\bACL_FUNC_VISIBILITY\b")
+# Macros the headers test that we treat as defined: the visibility and
+# deprecation macros mean nothing to cffi, so their fallback definition blocks
+# must be skipped (their uses are erased below).
+_PREDEFINED = frozenset({"ACL_FUNC_VISIBILITY", "ACLNN_API", "ACL_DEPRECATED_MESSAGE"})
+# Tokens erased from declarations: visibility and deprecation attributes.
+_ERASED_TOKENS = re.compile(
+    r'\bACL_DEPRECATED_MESSAGE\s*\(\s*"(?:[^"\\]|\\.)*"\s*\)|\b(?:ACL_FUNC_VISIBILITY|ACLNN_API|ACL_DEPRECATED)\b')
 
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 _DIRECTIVE = re.compile(r"^\s*#\s*(\w+)\s*(.*?)\s*$")
 _INTEGER = re.compile(r"^\(?\s*(-?)\s*(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\s*\)?$")
-_DEFINED = re.compile(r"^(!?)\s*defined\s*\(?\s*(\w+)\s*\)?$")
+_MACRO_NAME = re.compile(r"^(\w+)(\(?)")
+# `static const int ACL_ERROR_X = 100000;` (CANN's kind for acl_base_rt.h's
+# codes): an object cffi's ABI mode would look up in the library, so it is
+# turned into an integer constant instead.
+_STATIC_CONST = re.compile(r"^\s*static\s+const\s+[\w\s]+?\b(\w+)\s*=\s*([^;]+);\s*$")
+_ARRAY_BOUND = re.compile(r"\[\s*([A-Za-z_]\w*)\s*\]")
+_CONDITION_TOKEN = re.compile(r"defined\s*\(\s*(\w+)\s*\)|defined\s+(\w+)|(0[xX][0-9a-fA-F]+|\d+)[uUlL]*|"
+                              r"([A-Za-z_]\w*)|(&&|\|\||!=|==|<=|>=|<<|>>|[-+*/%<>()!~&|^])|(\S)")
 
 
 def include_dir() -> Path:
@@ -68,29 +87,43 @@ def _parse_integer(text: str) -> int | None:
     return -value if match.group(1) else value
 
 
-def _condition_holds(directive: str, argument: str, defined: set) -> bool:
+def _condition_holds(directive: str, argument: str, defined: set, constants: Dict[str, int]) -> bool:
     if directive == "ifdef":
         return argument in defined
     if directive == "ifndef":
         return argument not in defined
-    # `#if` / `#elif`: only `[!]defined(NAME)` occurs in these headers; anything
-    # richer means the headers changed and this parser must be revisited.
-    match = _DEFINED.match(argument)
-    if match is None:
-        raise ValueError(f"unsupported preprocessor condition: #{directive} {argument}")
-    return (match.group(2) in defined) != bool(match.group(1))
+    # `#if` / `#elif`: an integer expression over defined(NAME), numbers and
+    # macros, as the C preprocessor reads the simple conditions these headers
+    # use (unknown names are 0).
+    python = []
+    for match in _CONDITION_TOKEN.finditer(argument):
+        name_a, name_b, number, ident, op, other = match.groups()
+        if other is not None:
+            raise ValueError(f"unsupported preprocessor condition: #{directive} {argument}")
+        if name_a or name_b:
+            python.append("1" if (name_a or name_b) in defined else "0")
+        elif number is not None:
+            base = 16 if number[:2].lower() == "0x" else 8 if number.startswith("0") else 10
+            python.append(str(int(number, base)))
+        elif ident is not None:
+            python.append(str(constants.get(ident, 0)))
+        else:
+            python.append({"&&": " and ", "||": " or ", "!": " not ", "/": "//"}.get(op, op))
+    return bool(eval("".join(python), {"__builtins__": {}}, {}))  # noqa: S307 (header text only)
 
 
 def cdef_from_headers(texts: Iterable[str]) -> Tuple[str, Dict[str, int]]:
     """Turn C header texts into a cffi cdef.
 
     A minimal preprocessor, enough for CANN-style headers: it evaluates
-    `#ifdef/#ifndef/#if defined()/#else/#endif` with `__cplusplus` undefined
-    (which drops the `extern "C"` lines) and the visibility macro predefined
-    (which drops its fallback block), treats include guards as ordinary
-    conditionals, drops `#include`s and erases `ACL_FUNC_VISIBILITY`. It keeps
-    `#define NAME <integer>` constants, returned also as a dict so callers can
-    build tables (e.g. status names) from the header's own values.
+    `#ifdef/#ifndef/#if/#elif/#else/#endif` with `__cplusplus` and `__GNUC__`
+    undefined (which drops the `extern "C"` lines and C++-only members) and
+    the visibility and deprecation macros predefined (which drops their
+    fallback blocks), treats include guards as ordinary conditionals, drops
+    `#include`s and erases the attribute macros. It keeps `#define NAME
+    <integer>` and `static const <type> NAME = <integer>;` constants, both as
+    cdef integer constants and in a dict, so callers can build tables (e.g.
+    status names) from the headers' own values.
     """
     defined = set(_PREDEFINED)
     constants: Dict[str, int] = {}
@@ -104,15 +137,26 @@ def cdef_from_headers(texts: Iterable[str]) -> Tuple[str, Dict[str, int]]:
             directive = _DIRECTIVE.match(line)
             if directive is None:
                 if active and line.strip():
-                    out.append(_ERASED_TOKENS.sub("", line))
+                    line = _ERASED_TOKENS.sub("", line)
+                    static = _STATIC_CONST.match(line)
+                    number = _parse_integer(static.group(2).strip()) if static else None
+                    if number is not None:
+                        constants[static.group(1)] = number
+                        out.append(f"#define {static.group(1)} {number}")
+                        continue
+                    # Array bounds named by a macro: cffi wants the number.
+                    line = _ARRAY_BOUND.sub(
+                        lambda m: f"[{constants[m.group(1)]}]" if m.group(1) in constants else m.group(0), line)
+                    out.append(line)
                 continue
             name, argument = directive.groups()
             if name in ("ifdef", "ifndef", "if"):
-                holds = active and _condition_holds(name, argument, defined)
+                holds = active and _condition_holds(name, argument, defined, constants)
                 stack.append((holds, holds))
             elif name == "elif":
                 _, taken = stack.pop()
-                holds = not taken and all(e[0] for e in stack) and _condition_holds(name, argument, defined)
+                holds = (not taken and all(e[0] for e in stack)
+                         and _condition_holds(name, argument, defined, constants))
                 stack.append((holds, taken or holds))
             elif name == "else":
                 _, taken = stack.pop()
@@ -122,14 +166,16 @@ def cdef_from_headers(texts: Iterable[str]) -> Tuple[str, Dict[str, int]]:
             elif not active or name in ("include", "pragma", "undef"):
                 continue
             elif name == "define":
-                macro, value = (argument.split(None, 1) + [""])[:2]
+                macro, function_like = _MACRO_NAME.match(argument).groups()
                 defined.add(macro)
-                number = _parse_integer(value)
+                value = argument[len(macro):].strip()
+                number = None if function_like else _parse_integer(value)
                 if number is not None:
                     constants[macro] = number
                     out.append(f"#define {macro} {number}")
                 # Valueless defines (guards, ACLNN_META) only mark a name defined;
-                # other macros cannot be expressed in a cdef and are left out.
+                # other macros (ACL_APP_LOG) cannot be expressed in a cdef and are
+                # left out.
             elif name == "error":
                 raise ValueError(f"#error in headers: {argument}")
         if stack:

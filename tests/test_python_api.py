@@ -15,7 +15,9 @@ import convtbc_py
 from conftest import REPO_ROOT
 from reference import BF16, assert_close, conv_tbc_backward_ref
 
-HEADERS = ["acl/acl.h", "acl/acl_base.h", "acl/acl_rt.h", "aclnn/acl_meta.h", "aclnn/aclnn_base.h",
+HEADERS = ["acl/acl.h", "acl/acl_base.h", "acl/acl_base_rt.h", "acl/acl_rt.h", "acl/acl_rt_allocator.h",
+           "acl/error_codes/rt_error_codes.h", "acl/error_codes/ge_error_codes.h", "aclnn/acl_meta.h",
+           "aclnn/aclnn_base.h", "aclnn/opdev/op_errno.h", "aclnnop/aclnn_util.h",
            "aclnnop/aclnn_convolution_backward.h"]
 
 

@@ -1,11 +1,19 @@
 /*
- * convtbc: aclnn metadata (opaque tensor and executor handles and their
- * calls). Declarations follow CANN's aclnn/acl_meta.h.
+ * convtbc: aclnn's operands -- tensors, scalars, arrays and lists -- and
+ * operator executors, with CANN's names and prototypes (aclnn/acl_meta.h).
+ * The ACLNN_* status codes are in opdev/op_errno.h, as in CANN; this header
+ * includes it too, which CANN's does not.
  */
 #ifndef CONVTBC_ACLNN_ACL_META_H
 #define CONVTBC_ACLNN_ACL_META_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
 #include "acl/acl_base.h"
+#include "opdev/op_errno.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -20,24 +28,47 @@ typedef struct aclIntArray aclIntArray;
 typedef struct aclFloatArray aclFloatArray;
 typedef struct aclBoolArray aclBoolArray;
 typedef struct aclTensorList aclTensorList;
+typedef struct aclScalarList aclScalarList;
 
 typedef int32_t aclnnStatus;
+/* CANN's name for success. C has no constexpr; a static const object is the
+ * same thing to a reader of the value. */
+#ifdef __cplusplus
+constexpr aclnnStatus OK = 0;
+#else
+static const aclnnStatus OK = 0;
+#endif
 #endif
 
-#define ACLNN_SUCCESS 0
-#define ACLNN_ERR_PARAM_NULLPTR 161001
-#define ACLNN_ERR_PARAM_INVALID 161002
-#define ACLNN_ERR_RUNTIME_ERROR 361001
-#define ACLNN_ERR_INNER 561000
-#define ACLNN_ERR_INNER_CREATE_EXECUTOR 561101
-#define ACLNN_ERR_INNER_NULLPTR 561103
-
-ACL_FUNC_VISIBILITY aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType,
-                                               const int64_t *stride, int64_t offset, aclFormat format,
-                                               const int64_t *storageDims, uint64_t storageDimsNum,
-                                               void *tensorData);
+/*
+ * Tensors and the other operands of an operator; the create calls return
+ * NULL on failure. A tensor or scalar list owns its elements: destroying the
+ * list destroys them, so CANN's samples never destroy them one by one.
+ */
+ACL_FUNC_VISIBILITY aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum,
+                                               aclDataType dataType, const int64_t *stride, int64_t offset,
+                                               aclFormat format, const int64_t *storageDims,
+                                               uint64_t storageDimsNum, void *tensorData);
+ACL_FUNC_VISIBILITY aclScalar *aclCreateScalar(void *value, aclDataType dataType);
+ACL_FUNC_VISIBILITY aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size);
+ACL_FUNC_VISIBILITY aclFloatArray *aclCreateFloatArray(const float *value, uint64_t size);
+ACL_FUNC_VISIBILITY aclBoolArray *aclCreateBoolArray(const bool *value, uint64_t size);
+ACL_FUNC_VISIBILITY aclTensorList *aclCreateTensorList(const aclTensor *const *value, uint64_t size);
+ACL_FUNC_VISIBILITY aclScalarList *aclCreateScalarList(const aclScalar *const *value, uint64_t size);
 ACL_FUNC_VISIBILITY aclnnStatus aclDestroyTensor(const aclTensor *tensor);
-ACL_FUNC_VISIBILITY aclnnStatus aclGetViewShape(const aclTensor *tensor, int64_t **viewDims, uint64_t *viewDimsNum);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyScalar(const aclScalar *scalar);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyIntArray(const aclIntArray *array);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyFloatArray(const aclFloatArray *array);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyBoolArray(const aclBoolArray *array);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyTensorList(const aclTensorList *array);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyScalarList(const aclScalarList *array);
+
+/*
+ * What a tensor or array holds. The shape and stride arrays returned belong
+ * to the caller (CANN's samples release them with delete[]).
+ */
+ACL_FUNC_VISIBILITY aclnnStatus aclGetViewShape(const aclTensor *tensor, int64_t **viewDims,
+                                                uint64_t *viewDimsNum);
 ACL_FUNC_VISIBILITY aclnnStatus aclGetStorageShape(const aclTensor *tensor, int64_t **storageDims,
                                                    uint64_t *storageDimsNum);
 ACL_FUNC_VISIBILITY aclnnStatus aclGetViewStrides(const aclTensor *tensor, int64_t **stridesValue,
@@ -45,23 +76,53 @@ ACL_FUNC_VISIBILITY aclnnStatus aclGetViewStrides(const aclTensor *tensor, int64
 ACL_FUNC_VISIBILITY aclnnStatus aclGetViewOffset(const aclTensor *tensor, int64_t *offset);
 ACL_FUNC_VISIBILITY aclnnStatus aclGetFormat(const aclTensor *tensor, aclFormat *format);
 ACL_FUNC_VISIBILITY aclnnStatus aclGetDataType(const aclTensor *tensor, aclDataType *dataType);
-ACL_FUNC_VISIBILITY aclnnStatus aclInitTensor(aclTensor *tensor, const int64_t *viewDims, uint64_t viewDimsNum,
-                                              aclDataType dataType, const int64_t *stride, int64_t offset,
-                                              aclFormat format, const int64_t *storageDims, uint64_t storageDimsNum,
-                                              void *tensorDataAddr);
-ACL_FUNC_VISIBILITY aclnnStatus aclSetRawTensorAddr(aclTensor *tensor, void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus aclGetIntArraySize(const aclIntArray *array, uint64_t *size);
+ACL_FUNC_VISIBILITY aclnnStatus aclGetFloatArraySize(const aclFloatArray *array, uint64_t *size);
+ACL_FUNC_VISIBILITY aclnnStatus aclGetBoolArraySize(const aclBoolArray *array, uint64_t *size);
+ACL_FUNC_VISIBILITY aclnnStatus aclGetTensorListSize(const aclTensorList *tensorList, uint64_t *size);
+ACL_FUNC_VISIBILITY aclnnStatus aclGetScalarListSize(const aclScalarList *scalarList, uint64_t *size);
 ACL_FUNC_VISIBILITY aclnnStatus aclGetRawTensorAddr(const aclTensor *tensor, void **addr);
 
-ACL_FUNC_VISIBILITY aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size);
-ACL_FUNC_VISIBILITY aclnnStatus aclDestroyIntArray(const aclIntArray *array);
-ACL_FUNC_VISIBILITY aclnnStatus aclGetIntArraySize(const aclIntArray *array, uint64_t *size);
-
+/* Reusing tensors and executors across runs. */
+ACL_FUNC_VISIBILITY aclnnStatus aclInitTensor(aclTensor *tensor, const int64_t *viewDims,
+                                              uint64_t viewDimsNum, aclDataType dataType,
+                                              const int64_t *stride, int64_t offset, aclFormat format,
+                                              const int64_t *storageDims, uint64_t storageDimsNum,
+                                              void *tensorDataAddr);
 ACL_FUNC_VISIBILITY aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor);
 ACL_FUNC_VISIBILITY aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor);
+ACL_FUNC_VISIBILITY aclnnStatus AclSetInputTensorAddr(aclOpExecutor *executor, const size_t index,
+                                                      aclTensor *tensor, void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus AclSetOutputTensorAddr(aclOpExecutor *executor, const size_t index,
+                                                       aclTensor *tensor, void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus AclSetDynamicInputTensorAddr(
+    aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex, aclTensorList *tensors, void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus AclSetDynamicOutputTensorAddr(
+    aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex, aclTensorList *tensors, void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus AclSetTensorAddr(aclOpExecutor *executor, const size_t index,
+                                                 aclTensor *tensor, void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus AclSetDynamicTensorAddr(aclOpExecutor *executor, size_t irIndex,
+                                                        const size_t relativeIndex, aclTensorList *tensors,
+                                                        void *addr);
 ACL_FUNC_VISIBILITY aclnnStatus aclSetInputTensorAddr(aclOpExecutor *executor, const size_t index,
                                                       aclTensor *tensor, void *addr);
 ACL_FUNC_VISIBILITY aclnnStatus aclSetOutputTensorAddr(aclOpExecutor *executor, const size_t index,
                                                        aclTensor *tensor, void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus aclSetDynamicInputTensorAddr(
+    aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex, aclTensorList *tensors, void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus aclSetDynamicOutputTensorAddr(
+    aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex, aclTensorList *tensors, void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus aclSetTensorAddr(aclOpExecutor *executor, const size_t index,
+                                                 aclTensor *tensor, void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus aclSetDynamicTensorAddr(aclOpExecutor *executor, size_t irIndex,
+                                                        const size_t relativeIndex, aclTensorList *tensors,
+                                                        void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus aclSetRawTensorAddr(aclTensor *tensor, void *addr);
+
+/* Dumping operator tensors for accuracy comparison. */
+ACL_FUNC_VISIBILITY aclnnStatus aclDumpOpTensors(const char *opType, const char *opName, aclTensor **tensors,
+                                                 size_t inputTensorNum, size_t outputTensorNum,
+                                                 aclrtStream stream);
 
 #ifdef __cplusplus
 }

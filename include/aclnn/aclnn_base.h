@@ -1,9 +1,12 @@
 /*
- * convtbc: aclnn library initialisation. Declarations follow CANN's
- * aclnn/aclnn_base.h.
+ * convtbc: aclnn library set-up, with CANN's prototypes (aclnn/aclnn_base.h).
+ * Operator headers include this one.
  */
 #ifndef CONVTBC_ACLNN_ACLNN_BASE_H
 #define CONVTBC_ACLNN_ACLNN_BASE_H
+
+#include <stdint.h>
+#include <stdlib.h>
 
 #include "aclnn/acl_meta.h"
 
@@ -11,6 +14,7 @@
 extern "C" {
 #endif
 
+/* Optional: operators work without aclnnInit (configPath may be NULL). */
 ACL_FUNC_VISIBILITY aclnnStatus aclnnInit(const char *configPath);
 ACL_FUNC_VISIBILITY aclnnStatus aclnnFinalize(void);
 

@@ -1,0 +1,10 @@
+/*
+ * convtbc: empty, as in CANN's runtime package: the model API (aclmdl*,
+ * beyond the run instances of acl_rt.h) comes with other CANN packages,
+ * which convtbc does not emulate. The header exists so that code including
+ * it compiles.
+ */
+#ifndef CONVTBC_ACL_ACL_MDL_H
+#define CONVTBC_ACL_ACL_MDL_H
+
+#endif /* CONVTBC_ACL_ACL_MDL_H */
