@@ -76,8 +76,8 @@ def check(status: int, unknown: Type[ConvTbcError] = AclnnError) -> None:
 def check_created(handle: object, status: int = CONSTANTS["ACLNN_ERR_PARAM_INVALID"]) -> None:
     """Raise for a constructor that signals failure by returning NULL.
 
-    `aclCreateTensor` and friends reject bad arguments (a view outside its
-    storage, too many dims) this way; the status reported is
+    `aclCreateTensor` and friends reject bad arguments (NULL dims with a
+    non-zero count, more dims than a tensor holds) this way; the status reported is
     ACLNN_ERR_PARAM_INVALID, the code the operator itself would give.
     """
     if handle == ffi.NULL:

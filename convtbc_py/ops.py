@@ -95,8 +95,8 @@ def _host_tensor(array: np.ndarray, keep_alive: List[Any]) -> Tuple[Any, ...]:
     that are not a whole number of elements, a misaligned address) the tensor
     views a C-ordered copy. `keep_alive` holds what the C side points into
     until the call returns. An array with more dims than the struct holds
-    keeps only the first ones: aclCreateTensor refuses the rank, with CANN's
-    message, before it reads any dim.
+    keeps only the first ones: convtbcConvTbcBackwardOnHost refuses the rank
+    (161002) before it reads any dim.
     """
     shape = array.shape
     if array.flags.c_contiguous and array.flags.aligned:

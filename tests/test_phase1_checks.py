@@ -332,6 +332,44 @@ def test_order_rank_before_shape_relation():
 
 
 # --------------------------------------------------------------------------
+# Negative dims: aclCreateTensor records them as given (as CANN's does); the
+# op refuses them once the ranks are known.
+
+
+def _with_dims(case, name, dims):
+    old = case.t[name]
+    case.t[name] = Tensor(old.storage, dims, old.strides, 0, dtype_code=old.dtype_code, fmt=old.fmt,
+                          storage_dims=old.storage_dims)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_negative_dim_refused(name):
+    case = Case("ACL_FLOAT")
+    shape = case.shapes[name]
+    _with_dims(case, name, shape[:-1] + (-shape[-1],))
+    p1 = case.phase1()
+    assert_fails(p1, INVALID, name)
+    assert ">= 0" in p1.message, p1.message
+    for out in ("gradInput", "gradWeight", "gradBias"):
+        assert np.all(case.t[out].storage == 7), f"{out} written by a refused call"
+
+
+def test_order_rank_before_negative_dim():
+    case = Case("ACL_FLOAT", shapes={"gradBias": (2, 1)})
+    _with_dims(case, "input", (5, -1, 2))
+    assert_fails(case.phase1(), INVALID, "gradBias")
+
+
+def test_order_negative_dim_before_shape_relation():
+    # weight [1, 2, -2] also breaks bias[0] == weight[2]: the dim itself is named
+    case = Case("ACL_FLOAT")
+    _with_dims(case, "weight", (1, 2, -2))
+    p1 = case.phase1()
+    assert_fails(p1, INVALID, "weight")
+    assert "-2" in p1.message and ">= 0" in p1.message, p1.message
+
+
+# --------------------------------------------------------------------------
 # Check 6: shape relations, pad, T_out
 
 
@@ -343,6 +381,13 @@ def test_cin_mismatch():
 def test_bias_mismatch():
     p1 = Case("ACL_FLOAT", shapes={"bias": (3,), "gradBias": (3,)}).phase1()
     assert_fails(p1, INVALID, "bias", "weight")
+
+
+def test_t_out_overflow_refused():
+    # T + 2*pad + 1 - K does not fit in int64: refused, not wrapped
+    case = Case("ACL_FLOAT")
+    case.pad = (1 << 62) + 5
+    assert_fails(case.phase1(), INVALID, "pad")
 
 
 @pytest.mark.parametrize("pad", [-1, -5])

@@ -89,8 +89,8 @@ def test_shape_errors(bad):
 
 
 def test_more_dims_than_acl_allows():
-    # The acl limit is 8 dims (the spec's aclCreateTensor facts); the numpy
-    # path must report it as aclCreateTensor does, not crash or truncate.
+    # The numpy path's host tensors hold 8 dims (aclCreateTensor takes up to
+    # 25, as CANN's); more must be reported with 161002, not crash or truncate.
     go, x, w, b, pad = ops()
     e = raises(161002, go, x.reshape(x.shape + (1,) * 6), w, b, pad)
     assert "at most 8 dims" in e.message

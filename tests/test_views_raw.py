@@ -1,7 +1,15 @@
 """Tensor views through the raw C API: non-contiguous OUTPUT views (only the
 view's elements are written, every other byte of the storage is untouched),
 output dtypes independent of the input dtypes, refused views (negative
-strides, outputs that overlap themselves) and aclCreateTensor's own checks.
+strides, outputs that overlap themselves), and what aclCreateTensor accepts.
+
+aclCreateTensor follows CANN's (the spec's "Tensors" facts, opbase's
+acl_op_api.cpp): it refuses only NULL viewDims / storageDims with a non-zero
+count and records everything else as given. What cannot be used is refused
+when it is used: phase 1 gives 161002 naming the tensor for a view outside its
+storageDims, a negative dim, offset or storage dim, and element offsets or
+byte spans that overflow int64 (a wrapped sum must not pass); phase 2 refuses
+a view that runs past its device allocation (checked memory).
 """
 
 import numpy as np
@@ -192,59 +200,179 @@ def test_negative_stride_refused(name, rng):
 
 
 # --------------------------------------------------------------------------
-# aclCreateTensor's own checks
+# aclCreateTensor: CANN's acceptance rules
 
 
-def _create(dims, strides, offset, storage_dims, n_dims=None, dims_null=False):
+def _create(dims, strides, offset, storage_dims, n_dims=None, dims_null=False, storage_null=False):
+    """(tensor created?, message, view strides the tensor reports or None)."""
     buf = np.zeros(1024, np.float32)
     d = ffi.NULL if dims_null else ffi.new("int64_t[]", list(dims) or [0])
-    s = ffi.new("int64_t[]", list(strides) or [0])
-    sd = ffi.new("int64_t[]", list(storage_dims) or [0])
+    s = ffi.NULL if strides is None else ffi.new("int64_t[]", list(strides) or [0])
+    sd = ffi.NULL if storage_null else ffi.new("int64_t[]", list(storage_dims) or [0])
     recent_msg()
     t = lib.aclCreateTensor(d, len(dims) if n_dims is None else n_dims, lib.ACL_FLOAT, s, offset,
                             lib.ACL_FORMAT_ND, sd, len(storage_dims),
                             ffi.cast("void *", buf.ctypes.data))
     msg = recent_msg()
-    if t != ffi.NULL:
-        lib.aclDestroyTensor(t)
-        return True, msg
-    return False, msg
-
-
-def test_create_tensor_valid():
-    assert _create((2, 3), (3, 1), 0, (6,))[0]
-    assert _create((2, 3), (1, 2), 0, (6,))[0]
-    assert _create((2, 3), (3, 1), 4, (10,))[0]
-    assert _create((2, 3), (0, 1), 0, (3,))[0]
+    if t == ffi.NULL:
+        return False, msg, None
+    pp, n = ffi.new("int64_t **"), ffi.new("uint64_t *")
+    assert lib.aclGetViewStrides(t, pp, n) == 0
+    got = tuple(pp[0][i] for i in range(n[0]))
+    assert lib.aclGetViewShape(t, pp, n) == 0
+    assert tuple(pp[0][i] for i in range(n[0])) == tuple(dims)[:n[0]]
+    lib.aclDestroyTensor(t)
+    return True, msg, got
 
 
 @pytest.mark.parametrize("dims,strides,offset,sdims", [
-    ((2, 3), (3, 1), 1, (6,)),       # offset pushes the last element out
-    ((2, 3), (4, 1), 0, (6,)),       # stride too large
-    ((2, 3), (3, 1), 0, (5,)),       # storage too small
-    ((2, 3), (3, 1), 0, (2, 2)),
-    ((3,), (1,), 6, (8,)),
+    ((2, 3), (3, 1), 0, (6,)),
+    ((2, 3), (1, 2), 0, (6,)),
+    ((2, 3), (0, 1), 0, (3,)),
+    ((2, 3), (3, 1), 1, (6,)),           # offset pushes the last element out of the storage
+    ((2, 3), (4, 1), 0, (6,)),           # stride too large for the storage
+    ((2, 3), (3, 1), 0, (2, 2)),         # storage too small
+    ((2, -3), (3, 1), 0, (6,)),          # negative dim
+    ((2, 3), (-3, 1), 3, (6,)),          # negative stride
+    ((2, 3), (3, 1), -2, (6,)),          # negative offset
+    ((2, 3), (3, 1), 0, (-6,)),          # negative storage dim
+    ((5, 3), (1 << 62, 1), 0, (8,)),     # element offsets that overflow int64
+    ((2, 3), (3, 1), 0, (1 << 40, 1 << 40)),  # storage element count that overflows
+    ((1,) * 25, (1,) * 25, 0, (1,)),     # CANN's shapes hold 25 dims
 ])
-def test_create_tensor_outside_storage(dims, strides, offset, sdims):
-    ok, msg = _create(dims, strides, offset, sdims)
-    assert not ok
-    assert msg, "no message for a refused tensor"
+def test_create_tensor_records_what_it_is_given(dims, strides, offset, sdims):
+    ok, msg, got = _create(dims, strides, offset, sdims)
+    assert ok, f"refused (CANN refuses only NULL dims): {msg}"
+    assert got == tuple(strides)
 
 
-def test_create_tensor_null_dims():
-    ok, msg = _create((2, 3), (3, 1), 0, (6,), dims_null=True)
-    assert not ok and msg
+@pytest.mark.parametrize("dims,want", [
+    ((2, 3, 4), (12, 4, 1)),
+    ((2, 0, 4), (0, 4, 1)),  # a 0 dim zeroes the strides before it
+    ((0,), (1,)),
+    ((), ()),
+])
+def test_create_tensor_default_strides(dims, want):
+    # NULL strides: each the product of the dims after it (CANN's ToContiguousStrides)
+    ok, msg, got = _create(dims, None, 0, (1,))
+    assert ok, msg
+    assert got == want
 
 
-def test_create_tensor_negative_dim():
-    ok, msg = _create((2, -3), (3, 1), 0, (6,))
-    assert not ok and msg
+def test_create_tensor_null_dims_with_a_count():
+    ok, msg, _ = _create((2, 3), (3, 1), 0, (6,), dims_null=True)
+    assert not ok and "viewDims" in msg
+    ok, msg, _ = _create((2, 3), (3, 1), 0, (6,), storage_null=True)
+    assert not ok and "storageDims" in msg
 
 
-def test_create_tensor_too_many_dims():
-    assert _create((1,) * 8, (1,) * 8, 0, (1,))[0]
-    ok, msg = _create((1,) * 9, (1,) * 9, 0, (1,))
-    assert not ok and msg
+def test_create_tensor_null_dims_with_count_zero():
+    ok, msg, got = _create((), (), 0, (), dims_null=True, storage_null=True)
+    assert ok, msg
+    assert got == ()
+
+
+def test_create_tensor_more_dims_than_cann_holds():
+    ok, msg, _ = _create((1,) * 26, (1,) * 26, 0, (1,))
+    assert not ok and "25" in msg
+
+
+# --------------------------------------------------------------------------
+# ... and refused when used
+
+
+NAMES = ["self", "input", "weight", "bias", "gradInput", "gradWeight", "gradBias"]
+
+
+def _sizes_with_a_dim_of_5():
+    # T = 5, B = 2, C_in = 5, K = 1, C_out = 5, pad 0: every tensor has a dim
+    # of 5, whose stride 2^62 wraps 4 * 2^62 to exactly 0.
+    return dict(T=5, B=2, C_in=5, K=1, C_out=5)
+
+
+def _all_buffers(t):
+    return {n: x.storage.copy() for n, x in t.items()}
+
+
+def _assert_unchanged(t, before):
+    for n, x in t.items():
+        assert np.array_equal(x.storage.view(np.uint8), before[n].view(np.uint8)), f"{n}'s buffer changed"
+
+
+def _replace(t, name, shape=None, strides=None, offset=0, storage_dims=None, storage=None):
+    old = t[name]
+    storage = old.storage if storage is None else storage
+    t[name] = Tensor(storage, old.shape if shape is None else shape,
+                     old.strides if strides is None else strides, offset,
+                     storage_dims=(storage.size,) if storage_dims is None else storage_dims)
+
+
+def _dim_of_5(t, name):
+    return t[name].shape.index(5)
+
+
+BAD_VIEWS = {
+    "offset past the storage": lambda t, n: _replace(t, n, offset=1),
+    "negative offset": lambda t, n: _replace(t, n, offset=-1),
+    "storage dims too small": lambda t, n: _replace(t, n, storage_dims=(t[n].storage.size - 1,)),
+    "negative storage dim": lambda t, n: _replace(t, n, storage_dims=(-t[n].storage.size,)),
+    "negative dim": lambda t, n: _replace(t, n, shape=t[n].shape[:-1] + (-t[n].shape[-1],)),
+    # wraps to exactly 0: a wrapping sum would put the last element on the first
+    "stride 2^62": lambda t, n: _replace(t, n, strides=tuple(
+        (1 << 62) if i == _dim_of_5(t, n) else s for i, s in enumerate(t[n].strides))),
+    # element offsets fit, their byte span (x4 bytes) does not
+    "stride 2^60": lambda t, n: _replace(t, n, storage_dims=((1 << 62) + 64,), strides=tuple(
+        (1 << 60) if i == _dim_of_5(t, n) else s for i, s in enumerate(t[n].strides))),
+}
+
+
+@pytest.mark.parametrize("profile", ["Ascend910B1", "Ascend910_9391", "Ascend910A", "Ascend950"])
+@pytest.mark.parametrize("bad", list(BAD_VIEWS))
+@pytest.mark.parametrize("name", NAMES)
+def test_view_refused_by_phase1(profile, bad, name, rng):
+    import convtbc_py
+    with convtbc_py.soc_profile(profile):
+        t = _problem(rng, **_sizes_with_a_dim_of_5())
+        before = _all_buffers(t)
+        BAD_VIEWS[bad](t, name)
+        # cubeMathType 1 takes FLOAT on every profile
+        p1 = phase1(t["self"], t["input"], t["weight"], t["bias"], 0, 1,
+                    t["gradInput"], t["gradWeight"], t["gradBias"])
+    assert p1.status == 161002, (p1.status, p1.message)
+    assert p1.message.startswith("EZ1001") and name in p1.message, p1.message
+    _assert_unchanged(t, before)
+
+
+def test_view_outside_storage_message_says_what_was_expected(rng):
+    t = _problem(rng)
+    _replace(t, "gradWeight", offset=1)
+    p1 = _phase1(t)
+    assert p1.status == 161002
+    assert "gradWeight" in p1.message and "outside its storage" in p1.message, p1.message
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_view_past_its_allocation_refused_by_phase2(name, rng):
+    """storageDims claim 3 elements more than the (declared) memory holds and
+    the view starts 3 elements in: phase 1 has no reason to refuse it, checked
+    memory refuses it when phase 2 would use it; bias is not read by the
+    backward pass, so it is not refused."""
+    import convtbc_py
+    with convtbc_py.memory_checking(True):
+        t = _problem(rng)
+        before = _all_buffers(t)
+        _replace(t, name, offset=3, storage_dims=(t[name].storage.size + 3,))
+        p1 = _phase1(t)
+        assert p1.status == 0, p1.message
+        status = phase2(p1)
+        message = recent_msg()
+        if name == "bias":
+            assert status == 0, message
+            return
+        assert status == 161002, (status, message)
+        assert f"tensor {name}" in message and "allocation" in message, message
+        assert lib.aclDestroyAclOpExecutor(p1.executor) == 0  # a refused run leaves the executor live
+        _assert_unchanged(t, before)
 
 
 def test_tensor_getters():

@@ -3,6 +3,7 @@
  * first failure wins, with CANN's status code and a message naming the
  * argument), then plans the computation; phase 2 runs the plan.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,7 +42,7 @@ static const char *const CUBE_MATH_NAMES[] = {"KEEP_DTYPE", "ALLOW_FP32_DOWN_PRE
  * its storage, and how many bytes it spans from there (0: no elements). */
 typedef struct {
     ctbc_plan compute;
-    int64_t view_offset_bytes[TENSOR_COUNT];
+    uint64_t view_offset_bytes[TENSOR_COUNT];
     size_t view_span_bytes[TENSOR_COUNT];
 } op_plan;
 
@@ -57,33 +58,37 @@ typedef struct {
 
 #define INVALID(...) ctbc_fail(ACLNN_ERR_PARAM_INVALID, CTBC_EZ_PARAM, PHASE1, __VA_ARGS__)
 
-/* "[5, 1, 2]" for messages. */
-static const char *shape_text(const aclTensor *t, char *buf, size_t size)
+/* "[5, 1, 2]" for messages (cut short if it does not fit). */
+static const char *list_text(const int64_t *values, uint64_t count, char *buf, size_t size)
 {
     size_t used = (size_t)snprintf(buf, size, "[");
-    for (uint64_t i = 0; i < t->rank && used < size; i++)
-        used += (size_t)snprintf(buf + used, size - used, i ? ", %lld" : "%lld", (long long)t->view_dims[i]);
+    for (uint64_t i = 0; i < count && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, i ? ", %lld" : "%lld", (long long)values[i]);
     if (used < size)
         snprintf(buf + used, size - used, "]");
     return buf;
 }
 
-/* ---- the checks, one function per step of CANN's order ------------------- */
-
-static bool dtype_supported(aclDataType dtype, ctbc_soc_family soc)
+static const char *shape_text(const aclTensor *t, char *buf, size_t size)
 {
-    if (dtype == ACL_FLOAT || dtype == ACL_FLOAT16)
-        return true;
-    return dtype == ACL_BF16 && soc != CTBC_SOC_TRAINING;
+    return list_text(t->view_dims, t->rank, buf, size);
 }
 
+/* ---- the checks, one function per step of CANN's order ------------------- */
+
+/* Every tensor but bias takes the SoC's list; CANN checks bias against
+ * FLOAT, FLOAT16, BFLOAT16 on every SoC, the training series included. */
 static aclnnStatus check_dtypes(const aclTensor *const *tensors, ctbc_soc_family soc)
 {
-    const char *list = soc == CTBC_SOC_TRAINING ? "[DT_FLOAT, DT_FLOAT16]" : "[DT_FLOAT, DT_FLOAT16, DT_BF16]";
-    for (int i = 0; i < TENSOR_COUNT; i++)
-        if (!dtype_supported(tensors[i]->dtype, soc))
-            return INVALID("tensor %s not implemented for %s, should be in dtype support list %s on %s.",
-                           TENSOR_NAMES[i], ctbc_dtype_name(tensors[i]->dtype), list, ctbc_soc()->name);
+    for (int i = 0; i < TENSOR_COUNT; i++) {
+        aclDataType dtype = tensors[i]->dtype;
+        bool bf16 = i == BIAS || soc != CTBC_SOC_TRAINING;
+        if (dtype == ACL_FLOAT || dtype == ACL_FLOAT16 || (bf16 && dtype == ACL_BF16))
+            continue;
+        return INVALID("tensor %s not implemented for %s, should be in dtype support list %s on %s.",
+                       TENSOR_NAMES[i], ctbc_dtype_name(dtype),
+                       bf16 ? "[DT_FLOAT, DT_FLOAT16, DT_BF16]" : "[DT_FLOAT, DT_FLOAT16]", ctbc_soc()->name);
+    }
     return ACLNN_SUCCESS;
 }
 
@@ -111,6 +116,20 @@ static aclnnStatus check_ranks(const aclTensor *const *tensors)
     return ACLNN_SUCCESS;
 }
 
+/* Beyond CANN's checker, which compares dims without looking at their
+ * sign: a negative dim describes no tensor (creation records it as given). */
+static aclnnStatus check_dims_non_negative(const aclTensor *const *tensors)
+{
+    char shape[96];
+    for (int i = 0; i < TENSOR_COUNT; i++)
+        for (uint64_t d = 0; d < tensors[i]->rank; d++)
+            if (tensors[i]->view_dims[d] < 0)
+                return INVALID("%s's dim %llu is %lld; dims should be >= 0, got shape %s.", TENSOR_NAMES[i],
+                               (unsigned long long)d, (long long)tensors[i]->view_dims[d],
+                               shape_text(tensors[i], shape, sizeof shape));
+    return ACLNN_SUCCESS;
+}
+
 static bool same_shape(const aclTensor *a, const aclTensor *b)
 {
     return a->rank == b->rank && memcmp(a->view_dims, b->view_dims, a->rank * sizeof(int64_t)) == 0;
@@ -131,18 +150,18 @@ static aclnnStatus check_problem_shape(const aclTensor *const *tensors, int64_t 
                        (long long)tensors[BIAS]->view_dims[0], (long long)w[2]);
     if (pad < 0)
         return INVALID("pad should be >= 0, got %lld.", (long long)pad);
-    int64_t len;
-    if (__builtin_mul_overflow(pad, 2, &len) || __builtin_add_overflow(len, x[0] + 1 - w[0], &len))
-        return INVALID("pad %lld is too large.", (long long)pad);
+    /* T - K cannot overflow (both are >= 0); the rest can. */
+    int64_t len = x[0] - w[0], twice_pad;
+    if (__builtin_add_overflow(len, 1, &len) || __builtin_mul_overflow(pad, 2, &twice_pad) ||
+        __builtin_add_overflow(len, twice_pad, &len))
+        return INVALID("T + 2*pad + 1 - K should fit in int64, got T %lld, pad %lld, K %lld.", (long long)x[0],
+                       (long long)pad, (long long)w[0]);
     if (len < 0)
         return INVALID("T + 2*pad + 1 - K should be >= 0, got %lld (T %lld, pad %lld, K %lld).", (long long)len,
                        (long long)x[0], (long long)pad, (long long)w[0]);
     if (dy[0] != len || dy[1] != x[1] || dy[2] != w[2])
         return INVALID("self's shape should be [T_out, B, C_out] = [%lld, %lld, %lld], got %s.", (long long)len,
                        (long long)x[1], (long long)w[2], shape_text(tensors[SELF], a, sizeof a));
-    if (ctbc_soc()->family == CTBC_SOC_ASCEND950 && (w[0] < 1 || w[0] > 255))
-        return INVALID("the kernel length K (weight's dim 0) should be in [1, 255] on %s, got %lld.",
-                       ctbc_soc()->name, (long long)w[0]);
     *t_out = len;
     return ACLNN_SUCCESS;
 }
@@ -199,10 +218,11 @@ static aclnnStatus check_output_dtypes_equal(const aclTensor *const *tensors)
     return ACLNN_SUCCESS;
 }
 
-/* Beyond CANN: views the compute cannot honour deterministically. Negative
- * strides are refused everywhere; an output whose elements share addresses
- * (a stride 0 on a dim longer than 1, or interleaved dims) would be written
- * in a thread-dependent order. */
+/* Beyond CANN's checker: what creation records as given must still make
+ * sense before an address is derived from it. Negative strides are refused
+ * everywhere (the compute walks views upwards from element [0,0,0]); an
+ * output whose elements share addresses (a stride 0 on a dim longer than 1,
+ * or interleaved dims) would be written in a thread-dependent order. */
 static bool view_overlaps_itself(const aclTensor *t)
 {
     int64_t strides[CTBC_MAX_DIMS], dims[CTBC_MAX_DIMS];
@@ -227,18 +247,80 @@ static bool view_overlaps_itself(const aclTensor *t)
     for (uint64_t i = 0; i < n; i++) {
         if (strides[i] < extent)
             return true;
-        extent = strides[i] * dims[i];
+        if (__builtin_mul_overflow(strides[i], dims[i], &extent))
+            extent = INT64_MAX; /* no larger stride can step over it */
     }
     return false;
 }
 
-static aclnnStatus check_views(const aclTensor *const *tensors)
+/* Where a view with elements lies from its storage start, in bytes (an
+ * int64_t byte count must fit in size_t). */
+_Static_assert(sizeof(size_t) >= sizeof(int64_t), "convtbc needs a 64-bit address space");
+typedef struct {
+    int64_t offset_bytes; /* element [0,0,0], the lowest since strides are >= 0 */
+    int64_t span_bytes;   /* from there to the end of the last element; 0: no elements */
+} view_extent;
+
+/* The view must lie inside its storage (storageDims), every element
+ * offset and byte count computed without overflow: creation does not check
+ * this (CANN's does not). Whether the storage lies inside device memory is
+ * phase 2's check, against the addresses of that run. */
+static aclnnStatus check_extent(int i, const aclTensor *t, view_extent *extent)
+{
+    const char *name = TENSOR_NAMES[i];
+    char a[96], b[96], c[96];
+    *extent = (view_extent){0, 0};
+    int64_t numel = ctbc_tensor_numel(t);
+    if (numel == 0)
+        return ACLNN_SUCCESS; /* no element, no address */
+    if (numel < 0) /* dims are >= 0 by now: the count overflowed */
+        return INVALID("%s has more elements than int64_t counts (shape %s).", name, shape_text(t, a, sizeof a));
+
+    int64_t storage = 1;
+    for (uint64_t d = 0; d < t->storage_rank; d++) {
+        if (t->storage_dims[d] < 0)
+            return INVALID("%s's storageDims[%llu] is %lld; storage dims should be >= 0.", name,
+                           (unsigned long long)d, (long long)t->storage_dims[d]);
+        if (__builtin_mul_overflow(storage, t->storage_dims[d], &storage))
+            return INVALID("%s's storage %s has more elements than int64_t counts.", name,
+                           list_text(t->storage_dims, t->storage_rank, a, sizeof a));
+    }
+    if (t->offset < 0)
+        return INVALID("%s's offset is %lld; a view with elements should start inside its storage (offset >= 0).",
+                       name, (long long)t->offset);
+    int64_t last = t->offset, reach;
+    for (uint64_t d = 0; d < t->rank; d++)
+        if (__builtin_mul_overflow(t->view_dims[d] - 1, t->strides[d], &reach) ||
+            __builtin_add_overflow(last, reach, &last))
+            return INVALID("%s's view (shape %s, strides %s, offset %lld) has element offsets beyond int64_t; "
+                           "expected a view inside its storage of %lld elements.",
+                           name, shape_text(t, a, sizeof a), list_text(t->strides, t->rank, b, sizeof b),
+                           (long long)t->offset, (long long)storage);
+    if (last >= storage)
+        return INVALID("%s's view (shape %s, strides %s, offset %lld) reaches element %lld, outside its storage "
+                       "of %lld elements (storageDims %s); expected a view inside its storage.",
+                       name, shape_text(t, a, sizeof a), list_text(t->strides, t->rank, b, sizeof b),
+                       (long long)t->offset, (long long)last, (long long)storage,
+                       list_text(t->storage_dims, t->storage_rank, c, sizeof c));
+    /* The dtype check passed, so the element size is 2 or 4 bytes. */
+    int64_t item = (int64_t)aclDataTypeSize(t->dtype), end_bytes;
+    if (__builtin_mul_overflow(last + 1, item, &end_bytes))
+        return INVALID("%s's view ends %lld elements of %lld bytes past its storage start, more bytes than "
+                       "an address can span.",
+                       name, (long long)(last + 1), (long long)item);
+    extent->offset_bytes = t->offset * item; /* <= end_bytes: cannot overflow */
+    extent->span_bytes = end_bytes - extent->offset_bytes;
+    return ACLNN_SUCCESS;
+}
+
+static aclnnStatus check_views(const aclTensor *const *tensors, view_extent *extents)
 {
     for (int i = 0; i < TENSOR_COUNT; i++) {
         for (uint64_t d = 0; d < tensors[i]->rank; d++)
             if (tensors[i]->strides[d] < 0)
                 return INVALID("%s has a negative stride (%lld on dim %llu); convtbc takes strides >= 0.",
                                TENSOR_NAMES[i], (long long)tensors[i]->strides[d], (unsigned long long)d);
+        CTBC_RETURN_IF_FAILED(check_extent(i, tensors[i], &extents[i]));
         if (i >= GRAD_INPUT && view_overlaps_itself(tensors[i]))
             return INVALID("%s's view has elements that share an address (a stride 0, or strides that "
                            "interleave); an output needs a distinct address per element.",
@@ -310,6 +392,7 @@ aclnnStatus aclnnConvTbcBackwardGetWorkspaceSize(const aclTensor *self, const ac
 
     ctbc_soc_family soc = ctbc_soc()->family;
     int64_t t_out = 0;
+    view_extent extents[TENSOR_COUNT];
     aclnnStatus status = check_dtypes(tensors, soc);
     if (status == ACLNN_SUCCESS)
         status = check_formats(tensors);
@@ -320,6 +403,8 @@ aclnnStatus aclnnConvTbcBackwardGetWorkspaceSize(const aclTensor *self, const ac
     if (status == ACLNN_SUCCESS)
         status = check_ranks(tensors);
     if (status == ACLNN_SUCCESS)
+        status = check_dims_non_negative(tensors);
+    if (status == ACLNN_SUCCESS)
         status = check_problem_shape(tensors, pad, &t_out);
     if (status == ACLNN_SUCCESS)
         status = check_output_shapes(tensors);
@@ -328,7 +413,7 @@ aclnnStatus aclnnConvTbcBackwardGetWorkspaceSize(const aclTensor *self, const ac
     if (status == ACLNN_SUCCESS && soc == CTBC_SOC_ASCEND950)
         status = check_output_dtypes_equal(tensors);
     if (status == ACLNN_SUCCESS)
-        status = check_views(tensors);
+        status = check_views(tensors, extents);
     if (status != ACLNN_SUCCESS)
         return status;
 
@@ -340,12 +425,8 @@ aclnnStatus aclnnConvTbcBackwardGetWorkspaceSize(const aclTensor *self, const ac
     make_problem(&problem, tensors, pad, t_out, rounding_for(cubeMathType, soc));
     ctbc_plan_init(&plan->compute, &problem);
     for (int i = 0; i < TENSOR_COUNT; i++) {
-        const aclTensor *t = tensors[i];
-        int64_t item = (int64_t)aclDataTypeSize(t->dtype), last = 0;
-        for (uint64_t d = 0; d < t->rank; d++)
-            last += (t->view_dims[d] - 1) * t->strides[d];
-        plan->view_offset_bytes[i] = t->offset * item;
-        plan->view_span_bytes[i] = ctbc_tensor_numel(t) > 0 ? (size_t)((last + 1) * item) : 0;
+        plan->view_offset_bytes[i] = (uint64_t)extents[i].offset_bytes;
+        plan->view_span_bytes[i] = (size_t)extents[i].span_bytes;
     }
     for (int i = 0; i < INPUT_COUNT; i++)
         made->inputs[i] = tensors[i]->data;
@@ -405,7 +486,10 @@ static aclnnStatus collect_run(const aclOpExecutor *executor, void *workspace, q
                              "tensor %s has no data address; give one to aclCreateTensor or set it with "
                              "aclSet%sTensorAddr.",
                              TENSOR_NAMES[i], i < INPUT_COUNT ? "Input" : "Output");
-        run->view_start[i] = storage ? storage + plan->view_offset_bytes[i] : NULL;
+        /* In integers: the storage address is the caller's, and a wrong one
+         * is the memory check's to name, not undefined behaviour here. */
+        run->view_start[i] = storage ? (const void *)((uintptr_t)storage + (uintptr_t)plan->view_offset_bytes[i])
+                                     : NULL;
         run->view_span_bytes[i] = plan->view_span_bytes[i];
     }
     run->compute = plan->compute;

@@ -16,11 +16,19 @@ enum { OPERANDS = 7 };
 static const char API[] = "convtbcConvTbcBackwardOnHost";
 
 /* NULL for a NULL operand; otherwise the tensor, or NULL with
- * *refused set when aclCreateTensor refuses the description. */
+ * *refused set when it or aclCreateTensor refuses the description. */
 static aclTensor *tensor_of(const convtbcHostTensor *operand, bool *refused)
 {
     if (!operand)
         return NULL;
+    /* aclCreateTensor takes more dims than this struct holds. */
+    const size_t capacity = sizeof operand->dims / sizeof *operand->dims;
+    if (operand->rank > capacity) {
+        ctbc_fail(ACLNN_ERR_PARAM_INVALID, CTBC_EZ_PARAM, API, "a convtbcHostTensor has at most %zu dims, got %llu",
+                  capacity, (unsigned long long)operand->rank);
+        *refused = true;
+        return NULL;
+    }
     const int64_t storage = operand->storage_elements;
     aclTensor *tensor = aclCreateTensor(operand->dims, operand->rank, operand->dtype, operand->strides,
                                         operand->offset, ACL_FORMAT_ND, &storage, 1, operand->data);

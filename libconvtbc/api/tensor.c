@@ -64,29 +64,36 @@ size_t aclDataTypeSize(aclDataType dataType)
 int64_t ctbc_tensor_numel(const aclTensor *tensor)
 {
     int64_t numel = 1;
-    for (uint64_t i = 0; i < tensor->rank; i++)
-        numel *= tensor->view_dims[i]; /* creation checked this cannot overflow */
-    return numel;
+    bool invalid = false;
+    for (uint64_t i = 0; i < tensor->rank; i++) {
+        if (tensor->view_dims[i] == 0)
+            return 0; /* empty, whatever the other dims say */
+        invalid |= tensor->view_dims[i] < 0 || __builtin_mul_overflow(numel, tensor->view_dims[i], &numel);
+    }
+    return invalid ? -1 : numel;
 }
 
-/* Checks a descriptor and fills `out`; on failure records a message for
+/* Records a descriptor in `out` the way CANN's aclCreateTensor does: only
+ * NULL dims with a non-zero count are refused (plus more dims than a tensor
+ * holds, which CANN cannot represent either). Views outside their storage,
+ * negative dims, strides or offsets are recorded as given; the op that uses
+ * the tensor refuses what it cannot use. On failure records a message for
  * `api` and returns false, leaving `out` untouched. */
 static bool describe(aclTensor *out, const char *api, const int64_t *view_dims, uint64_t rank,
                      aclDataType dtype, const int64_t *strides, int64_t offset, aclFormat format,
                      const int64_t *storage_dims, uint64_t storage_rank, void *data)
 {
     const int status = ACLNN_ERR_PARAM_INVALID;
+    if ((rank > 0 && view_dims == NULL) || (storage_rank > 0 && storage_dims == NULL)) {
+        ctbc_fail(status, CTBC_EZ_PARAM, api, "%s is NULL but %s is %llu; a NULL dims array needs a count of 0",
+                  view_dims == NULL && rank > 0 ? "viewDims" : "storageDims",
+                  view_dims == NULL && rank > 0 ? "viewDimsNum" : "storageDimsNum",
+                  (unsigned long long)(view_dims == NULL && rank > 0 ? rank : storage_rank));
+        return false;
+    }
     if (rank > CTBC_MAX_DIMS || storage_rank > CTBC_MAX_DIMS) {
         ctbc_fail(status, CTBC_EZ_PARAM, api, "a tensor has at most %d dims, got viewDimsNum %llu, storageDimsNum %llu",
                   CTBC_MAX_DIMS, (unsigned long long)rank, (unsigned long long)storage_rank);
-        return false;
-    }
-    if ((rank > 0 && view_dims == NULL) || (storage_rank > 0 && storage_dims == NULL)) {
-        ctbc_fail(status, CTBC_EZ_PARAM, api, "viewDims and storageDims must not be NULL when their count is non-zero");
-        return false;
-    }
-    if (offset < 0) {
-        ctbc_fail(status, CTBC_EZ_PARAM, api, "offset must be >= 0, got %lld", (long long)offset);
         return false;
     }
 
@@ -98,51 +105,22 @@ static bool describe(aclTensor *out, const char *api, const int64_t *view_dims, 
     t.dtype = dtype;
     t.format = format;
     t.data = data;
-
-    int64_t storage_numel = 1;
-    for (uint64_t i = 0; i < storage_rank; i++) {
-        if (storage_dims[i] < 0 || __builtin_mul_overflow(storage_numel, storage_dims[i], &storage_numel)) {
-            ctbc_fail(status, CTBC_EZ_PARAM, api, "storageDims[%llu] = %lld is negative or the storage is too large",
-                      (unsigned long long)i, (long long)storage_dims[i]);
-            return false;
+    if (rank > 0)
+        memcpy(t.view_dims, view_dims, rank * sizeof *view_dims);
+    if (storage_rank > 0)
+        memcpy(t.storage_dims, storage_dims, storage_rank * sizeof *storage_dims);
+    if (strides && rank > 0) {
+        memcpy(t.strides, strides, rank * sizeof *strides);
+    } else {
+        /* CANN's default strides: each the product of the dims after it,
+         * so a 0 dim zeroes the strides before it. A product wraps (as
+         * CANN's does) only for a view with no element, a negative dim or
+         * more elements than int64_t counts: no op follows those strides. */
+        int64_t step = 1;
+        for (uint64_t i = rank; i-- > 0;) {
+            t.strides[i] = step;
+            (void)__builtin_mul_overflow(step, t.view_dims[i], &step);
         }
-        t.storage_dims[i] = storage_dims[i];
-    }
-
-    /* Lowest and highest element index the view touches, relative to the
-     * storage start; overflow anywhere means the view cannot fit. */
-    int64_t numel = 1, lowest = offset, highest = offset;
-    bool overflow = false;
-    for (uint64_t i = 0; i < rank; i++) {
-        if (view_dims[i] < 0) {
-            ctbc_fail(status, CTBC_EZ_PARAM, api, "viewDims[%llu] = %lld: dims must be >= 0", (unsigned long long)i,
-                      (long long)view_dims[i]);
-            return false;
-        }
-        t.view_dims[i] = view_dims[i];
-        overflow |= __builtin_mul_overflow(numel, view_dims[i], &numel);
-    }
-    for (int64_t i = (int64_t)rank - 1, contiguous = 1; i >= 0; i--) {
-        t.strides[i] = strides ? strides[i] : contiguous;
-        overflow |= __builtin_mul_overflow(contiguous, t.view_dims[i] ? t.view_dims[i] : 1, &contiguous);
-    }
-    if (numel > 0) {
-        for (uint64_t i = 0; i < rank; i++) {
-            int64_t reach;
-            overflow |= __builtin_mul_overflow(view_dims[i] - 1, t.strides[i], &reach);
-            overflow |= __builtin_add_overflow(reach < 0 ? lowest : highest, reach, reach < 0 ? &lowest : &highest);
-        }
-        if (overflow || lowest < 0 || highest >= storage_numel) {
-            ctbc_fail(status, CTBC_EZ_PARAM, api,
-                      "the view (offset %lld, %llu dims) reaches elements [%lld, %lld] outside its storage of %lld "
-                      "elements",
-                      (long long)offset, (unsigned long long)rank, (long long)lowest, (long long)highest,
-                      (long long)storage_numel);
-            return false;
-        }
-    } else if (overflow) {
-        ctbc_fail(status, CTBC_EZ_PARAM, api, "the view is too large");
-        return false;
     }
     *out = t;
     return true;

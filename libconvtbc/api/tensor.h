@@ -1,7 +1,9 @@
 /*
  * aclTensor: a view (dims, strides, offset in elements) into storage that
- * starts at `data`. Creation checks that the view stays inside the storage,
- * so the op can trust every address it derives from a tensor.
+ * starts at `data`. Creation records what it is given, as CANN's does (it
+ * refuses only NULL dims with a non-zero count): dims, strides and offset
+ * may be anything. An op checks each view against its storage, with
+ * overflow-checked arithmetic, before it derives an address from it.
  */
 #ifndef CONVTBC_API_TENSOR_H
 #define CONVTBC_API_TENSOR_H
@@ -11,7 +13,9 @@
 
 #include "aclnn/acl_meta.h"
 
-#define CTBC_MAX_DIMS 8
+/* The most dims a tensor holds: the capacity of CANN's shapes (opbase's
+ * MAX_DIM_NUM); CANN cannot represent more either. */
+#define CTBC_MAX_DIMS 25
 
 struct aclTensor {
     int64_t view_dims[CTBC_MAX_DIMS];
@@ -25,7 +29,8 @@ struct aclTensor {
     void *data;
 };
 
-/* Number of elements of the view (0 when any dim is 0). */
+/* Number of elements of the view: 0 when any dim is 0, else -1 when a dim
+ * is negative or the count overflows int64_t. */
 int64_t ctbc_tensor_numel(const aclTensor *tensor);
 
 /* Short CANN names ("DT_FLOAT", "NCL") for messages. */
