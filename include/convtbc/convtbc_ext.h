@@ -33,6 +33,13 @@ ACL_FUNC_VISIBILITY aclError convtbcSetSocVersion(const char *socName);
  * otherwise. Needs no aclInit. */
 ACL_FUNC_VISIBILITY aclError convtbcSynchronizeCurrent(void);
 
+/* What an aclScalar holds: its dtype and the bytes aclCreateScalar copied
+ * (the dtype's size; 1 for the 8-, 6- and 4-bit floats). *valueSize gives
+ * the room at value and returns the bytes written. CANN has no such
+ * getter; tests and bindings use it to read a scalar back. */
+ACL_FUNC_VISIBILITY aclnnStatus convtbcGetScalar(const aclScalar *scalar, aclDataType *dataType, void *value,
+                                                 size_t *valueSize);
+
 /* One operand of convtbcConvTbcBackwardOnHost: what aclCreateTensor would
  * be given for a view of host memory with ND format and 1-D storage. */
 typedef struct {

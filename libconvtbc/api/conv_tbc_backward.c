@@ -429,9 +429,9 @@ aclnnStatus aclnnConvTbcBackwardGetWorkspaceSize(const aclTensor *self, const ac
         plan->view_span_bytes[i] = (size_t)extents[i].span_bytes;
     }
     for (int i = 0; i < INPUT_COUNT; i++)
-        made->inputs[i] = tensors[i]->data;
+        ctbc_executor_bind(made, (size_t)i, tensors[i], true);
     for (int i = 0; i < OUTPUT_COUNT; i++)
-        made->outputs[i] = tensors[INPUT_COUNT + i]->data;
+        ctbc_executor_bind(made, (size_t)i, tensors[INPUT_COUNT + i], false);
     made->workspace_bytes = plan->compute.workspace_bytes;
 
     CTBC_LOG(CTBC_LOG_INFO,

@@ -3,8 +3,11 @@
 #include <stdlib.h>
 
 #include "api/errors.h"
+#include "api/lists.h"
+#include "api/log.h"
 #include "api/registry.h"
 #include "api/streams.h"
+#include "api/tensor.h"
 
 static ctbc_registry live_executors = CTBC_REGISTRY_INIT;
 
@@ -24,6 +27,12 @@ aclOpExecutor *ctbc_executor_create(const char *op_name, size_t plan_bytes, size
     executor->input_count = input_count;
     executor->output_count = output_count;
     return executor;
+}
+
+void ctbc_executor_bind(aclOpExecutor *executor, size_t index, const aclTensor *tensor, bool input)
+{
+    (input ? executor->inputs : executor->outputs)[index] = tensor->data;
+    (input ? executor->input_tensors : executor->output_tensors)[index] = tensor;
 }
 
 void ctbc_executor_discard(aclOpExecutor *executor)
@@ -91,22 +100,117 @@ aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor)
     return ACLNN_SUCCESS;
 }
 
-/* Both setters: check the handles and the index, then store the address
- * that the next run uses for that tensor. */
-static aclnnStatus set_address(const char *api, aclOpExecutor *executor, size_t index, const aclTensor *tensor,
-                               void *addr, bool input)
+/* ---- the address setters -------------------------------------------------
+ *
+ * CANN's setters for a repeatable executor: each stores `addr` as the
+ * storage address the next run uses for one of the op's tensors, and in the
+ * aclTensor itself (aclGetRawTensorAddr then returns it). A failing call
+ * changes nothing. The capitalised Acl* spellings are the same calls.
+ */
+
+static aclnnStatus check_live(const char *api, const aclOpExecutor *executor)
 {
-    if (!executor || !tensor)
-        return ctbc_fail(ACLNN_ERR_INNER_NULLPTR, CTBC_EZ_PARAM, api, "executor and tensor must not be NULL");
+    if (!executor)
+        return ctbc_fail(ACLNN_ERR_INNER_NULLPTR, CTBC_EZ_PARAM, api,
+                         "Expected a proper executor but got null for argument executor.");
     if (!is_live(executor))
         return ctbc_fail(ACLNN_ERR_PARAM_INVALID, CTBC_EZ_PARAM, api,
                          "executor %p is not live (already run or destroyed)", (void *)executor);
+    return ACLNN_SUCCESS;
+}
+
+static const char *side_name(bool input) { return input ? "input" : "output"; }
+
+/* Stores the address of input or output `index`, which the caller checked. */
+static void store(aclOpExecutor *executor, size_t index, aclTensor *tensor, void *addr, bool input)
+{
+    (input ? executor->inputs : executor->outputs)[index] = addr;
+    tensor->data = addr;
+}
+
+static aclnnStatus set_address(const char *api, aclOpExecutor *executor, size_t index, aclTensor *tensor,
+                               void *addr, bool input)
+{
+    if (!tensor)
+        return ctbc_fail(ACLNN_ERR_INNER_NULLPTR, CTBC_EZ_PARAM, api,
+                         "Expected a proper Tensor but got null for argument tensor.");
+    CTBC_RETURN_IF_FAILED(check_live(api, executor));
     size_t count = input ? executor->input_count : executor->output_count;
     if (index >= count)
         return ctbc_fail(ACLNN_ERR_PARAM_INVALID, CTBC_EZ_PARAM, api,
-                         "index %zu is out of range: %s has %zu %s (0 to %zu)", index, executor->op_name, count,
-                         input ? "inputs" : "outputs", count - 1);
-    (input ? executor->inputs : executor->outputs)[index] = addr;
+                         "index %zu is out of range: %s has %zu %ss (0 to %zu)", index, executor->op_name, count,
+                         side_name(input), count - 1);
+    /* The index decides, as CANN documents; a different tensor object there
+     * is most likely a slip in the caller's bookkeeping. */
+    const aclTensor *bound = (input ? executor->input_tensors : executor->output_tensors)[index];
+    if (bound != tensor)
+        CTBC_LOG(CTBC_LOG_WARNING,
+                 "%s: tensor %p is not the tensor phase 1 was given as %s %zu of %s (%p); the address of %s %zu "
+                 "is set all the same",
+                 api, (void *)tensor, side_name(input), index, executor->op_name, (const void *)bound,
+                 side_name(input), index);
+    store(executor, index, tensor, addr, input);
+    return ACLNN_SUCCESS;
+}
+
+/* aclSetTensorAddr's index counts the inputs, then the outputs. */
+static aclnnStatus set_any_address(const char *api, aclOpExecutor *executor, size_t index, aclTensor *tensor,
+                                   void *addr)
+{
+    if (!tensor)
+        return ctbc_fail(ACLNN_ERR_INNER_NULLPTR, CTBC_EZ_PARAM, api,
+                         "Expected a proper Tensor but got null for argument tensor.");
+    CTBC_RETURN_IF_FAILED(check_live(api, executor));
+    size_t inputs = executor->input_count, total = inputs + executor->output_count;
+    if (index >= total)
+        return ctbc_fail(ACLNN_ERR_PARAM_INVALID, CTBC_EZ_PARAM, api,
+                         "index %zu is out of range: %s has %zu tensors (inputs 0 to %zu, then outputs %zu to %zu)",
+                         index, executor->op_name, total, inputs - 1, inputs, total - 1);
+    return index < inputs ? set_address(api, executor, index, tensor, addr, true)
+                          : set_address(api, executor, index - inputs, tensor, addr, false);
+}
+
+typedef enum { DYNAMIC_INPUT, DYNAMIC_OUTPUT, DYNAMIC_ANY } dynamic_side;
+
+/* The Dynamic setters address element `relative` of the tensor list that is
+ * IR parameter `ir` (counted among the inputs, the outputs, or the inputs
+ * then the outputs). convtbc's op takes single tensors only, so the one
+ * call that makes sense names a list whose element is the very tensor
+ * phase 1 was given as parameter `ir`: it then acts as the single-tensor
+ * setter would. */
+static aclnnStatus set_dynamic_address(const char *api, aclOpExecutor *executor, size_t ir, size_t relative,
+                                       aclTensorList *tensors, void *addr, dynamic_side side)
+{
+    if (!tensors)
+        return ctbc_fail(ACLNN_ERR_INNER_NULLPTR, CTBC_EZ_PARAM, api,
+                         "Expected a proper TensorList but got null for argument tensors.");
+    if (relative >= tensors->size)
+        return ctbc_fail(ACLNN_ERR_PARAM_INVALID, CTBC_EZ_PARAM, api,
+                         "relativeIndex %zu is out of range: tensors holds %llu tensors", relative,
+                         (unsigned long long)tensors->size);
+    aclTensor *tensor = tensors->items[relative];
+    if (!tensor)
+        return ctbc_fail(ACLNN_ERR_INNER_NULLPTR, CTBC_EZ_PARAM, api,
+                         "tensors[%zu] is null: there is no tensor whose address could be set", relative);
+    CTBC_RETURN_IF_FAILED(check_live(api, executor));
+
+    size_t inputs = executor->input_count, outputs = executor->output_count;
+    size_t count = side == DYNAMIC_INPUT ? inputs : side == DYNAMIC_OUTPUT ? outputs : inputs + outputs;
+    const char *counted = side == DYNAMIC_INPUT ? "inputs" : side == DYNAMIC_OUTPUT ? "outputs" : "parameters";
+    if (ir >= count)
+        return ctbc_fail(ACLNN_ERR_PARAM_INVALID, CTBC_EZ_PARAM, api,
+                         "irIndex %zu is out of range: %s has %zu %s", ir, executor->op_name, count, counted);
+    bool input = side == DYNAMIC_INPUT || (side == DYNAMIC_ANY && ir < inputs);
+    size_t index = side == DYNAMIC_ANY && !input ? ir - inputs : ir;
+    const aclTensor *bound = (input ? executor->input_tensors : executor->output_tensors)[index];
+    if (tensor != bound)
+        return ctbc_fail(ACLNN_ERR_PARAM_INVALID, CTBC_EZ_PARAM, api,
+                         "%s has no dynamic (tensor list) parameters: its %s %zu is a single tensor, and "
+                         "tensors[%zu] (%p) is not the tensor phase 1 was given there; set that address with "
+                         "aclSet%sTensorAddr",
+                         executor->op_name, side_name(input), index, relative, (void *)tensor,
+                         input ? "Input" : "Output");
+    store(executor, index, tensor, addr, input);
     return ACLNN_SUCCESS;
 }
 
@@ -118,4 +222,66 @@ aclnnStatus aclSetInputTensorAddr(aclOpExecutor *executor, const size_t index, a
 aclnnStatus aclSetOutputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr)
 {
     return set_address("aclSetOutputTensorAddr", executor, index, tensor, addr, false);
+}
+
+aclnnStatus aclSetTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr)
+{
+    return set_any_address("aclSetTensorAddr", executor, index, tensor, addr);
+}
+
+aclnnStatus aclSetDynamicInputTensorAddr(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex,
+                                         aclTensorList *tensors, void *addr)
+{
+    return set_dynamic_address("aclSetDynamicInputTensorAddr", executor, irIndex, relativeIndex, tensors, addr,
+                               DYNAMIC_INPUT);
+}
+
+aclnnStatus aclSetDynamicOutputTensorAddr(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex,
+                                          aclTensorList *tensors, void *addr)
+{
+    return set_dynamic_address("aclSetDynamicOutputTensorAddr", executor, irIndex, relativeIndex, tensors, addr,
+                               DYNAMIC_OUTPUT);
+}
+
+aclnnStatus aclSetDynamicTensorAddr(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex,
+                                    aclTensorList *tensors, void *addr)
+{
+    return set_dynamic_address("aclSetDynamicTensorAddr", executor, irIndex, relativeIndex, tensors, addr,
+                               DYNAMIC_ANY);
+}
+
+aclnnStatus AclSetInputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr)
+{
+    return set_address("AclSetInputTensorAddr", executor, index, tensor, addr, true);
+}
+
+aclnnStatus AclSetOutputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr)
+{
+    return set_address("AclSetOutputTensorAddr", executor, index, tensor, addr, false);
+}
+
+aclnnStatus AclSetTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr)
+{
+    return set_any_address("AclSetTensorAddr", executor, index, tensor, addr);
+}
+
+aclnnStatus AclSetDynamicInputTensorAddr(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex,
+                                         aclTensorList *tensors, void *addr)
+{
+    return set_dynamic_address("AclSetDynamicInputTensorAddr", executor, irIndex, relativeIndex, tensors, addr,
+                               DYNAMIC_INPUT);
+}
+
+aclnnStatus AclSetDynamicOutputTensorAddr(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex,
+                                          aclTensorList *tensors, void *addr)
+{
+    return set_dynamic_address("AclSetDynamicOutputTensorAddr", executor, irIndex, relativeIndex, tensors, addr,
+                               DYNAMIC_OUTPUT);
+}
+
+aclnnStatus AclSetDynamicTensorAddr(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex,
+                                    aclTensorList *tensors, void *addr)
+{
+    return set_dynamic_address("AclSetDynamicTensorAddr", executor, irIndex, relativeIndex, tensors, addr,
+                               DYNAMIC_ANY);
 }

@@ -1,8 +1,8 @@
 /*
  * aclOpExecutor: what phase 1 hands to phase 2. It holds the op's plan (made
  * and checked in phase 1, only read in phase 2) and the device addresses of
- * the op's tensors, which aclSetInputTensorAddr/aclSetOutputTensorAddr may
- * change between runs.
+ * the op's tensors, which the aclSet*TensorAddr calls may change between
+ * runs.
  *
  * Live executors are registered; phase 2 refuses any other pointer, so that
  * running a consumed (freed) executor again is an error and not a crash.
@@ -24,6 +24,11 @@ struct aclOpExecutor {
     size_t input_count, output_count;
     void *inputs[CTBC_MAX_OP_INPUTS];   /* storage start of each tensor */
     void *outputs[CTBC_MAX_OP_OUTPUTS];
+    /* The tensors phase 1 was given, for recognising them in a tensor list
+     * (aclSetDynamic*TensorAddr). Compared, never dereferenced: the caller
+     * may destroy a tensor once phase 1 has returned. */
+    const aclTensor *input_tensors[CTBC_MAX_OP_INPUTS];
+    const aclTensor *output_tensors[CTBC_MAX_OP_OUTPUTS];
     max_align_t plan[];        /* the op's own plan follows */
 };
 
@@ -31,6 +36,10 @@ struct aclOpExecutor {
  * NULL (message recorded) when out of memory. */
 aclOpExecutor *ctbc_executor_create(const char *op_name, size_t plan_bytes, size_t input_count,
                                     size_t output_count);
+
+/* Phase 1: the op's input (or output) `index` is `tensor`, whose storage
+ * starts at its current data address. */
+void ctbc_executor_bind(aclOpExecutor *executor, size_t index, const aclTensor *tensor, bool input);
 
 /* Frees an executor that phase 1 made but cannot return. */
 void ctbc_executor_discard(aclOpExecutor *executor);

@@ -5,6 +5,7 @@
 
 #include "acl/acl.h"
 #include "aclnn/aclnn_base.h"
+#include "api/dump.h"
 #include "api/errors.h"
 #include "api/log.h"
 #include "api/memory.h"
@@ -75,13 +76,14 @@ static void delete_context(const void *handle)
 
 aclError aclInit(const char *configPath)
 {
-    (void)configPath; /* CANN reads dump/profiling options from it; none apply here */
+    /* Of CANN's options in the config file, operator dump applies here. */
     pthread_mutex_lock(&state_lock);
     bool again = initialised;
     initialised = true;
     pthread_mutex_unlock(&state_lock);
     if (again)
         return ctbc_fail(ACL_ERROR_REPEAT_INITIALIZE, CTBC_EE_RUNTIME, "aclInit", "ACL is already initialised");
+    ctbc_dump_configure(configPath);
     CTBC_LOG(CTBC_LOG_INFO, "aclInit: SoC %s", aclrtGetSocName());
     return ACL_SUCCESS;
 }
@@ -103,6 +105,7 @@ aclError aclFinalize(void)
     ctbc_registry_clear(&contexts, delete_context);
     ctbc_events_shutdown();
     ctbc_memory_shutdown();
+    ctbc_dump_configure(NULL);
     current_context = NULL;
     CTBC_LOG(CTBC_LOG_INFO, "aclFinalize");
     return ACL_SUCCESS;
