@@ -180,7 +180,8 @@ def _header_functions():
     names = set()
     for h in HEADERS:
         text = (REPO_ROOT / "include" / h).read_text()
-        names |= set(re.findall(r"\b(acl\w+)\s*\(", text))
+        # (a function-pointer typedef's return type is no function)
+        names |= set(re.findall(r"(?<!typedef )\b(acl\w+)\s*\(", text))
     return sorted(n for n in names if not n.isupper())
 
 
