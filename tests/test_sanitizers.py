@@ -16,7 +16,8 @@ import pytest
 from conftest import C_DIR, REPO_ROOT
 from test_c_programs import env_for
 
-PROGRAMS = ["bad_inputs.c", "executor_rules.c", "numerics_sweep.c", "cann_style_example.cpp"]
+PROGRAMS = ["bad_inputs.c", "executor_rules.c", "numerics_sweep.c", "cann_style_example.cpp",
+            "runtime_surface.c"]
 
 
 def tool(name):
