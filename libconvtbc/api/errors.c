@@ -1,6 +1,7 @@
 #include "api/errors.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
@@ -24,6 +25,17 @@ typedef struct {
 
 static _Thread_local error_log thread_log;
 
+/* The thread's last runtime error code (aclrtGetLastError): the
+ * ACL_ERROR_RT_* families, 107xxx, 207xxx and 507xxx, which CANN's runtime
+ * layer records; parameter errors caught before it (100000, ...) are not. */
+static _Thread_local aclError last_runtime_error;
+
+static bool is_runtime_code(int status)
+{
+    int family = status / 1000;
+    return family == 107 || family == 207 || family == 507;
+}
+
 static void format_time(char *out, size_t size)
 {
     struct timeval now;
@@ -38,6 +50,8 @@ static void format_time(char *out, size_t size)
 
 int ctbc_fail_at(const char *file, int line, int status, const char *error_id, const char *api, const char *fmt, ...)
 {
+    if (is_runtime_code(status))
+        last_runtime_error = status;
     error_log *log = &thread_log;
     log->newest = (log->newest + 1) % LOG_SLOTS;
     if (log->count < LOG_SLOTS)
@@ -76,4 +90,26 @@ const char *aclGetRecentErrMsg(void)
     log->returned[used] = '\0';
     log->count = 0;
     return log->returned;
+}
+
+static aclError check_level(const char *api, aclrtLastErrLevel level)
+{
+    if (level != ACL_RT_THREAD_LEVEL)
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
+                         "level %d is invalid: only ACL_RT_THREAD_LEVEL (0) exists", (int)level);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtPeekAtLastError(aclrtLastErrLevel level)
+{
+    CTBC_RETURN_IF_FAILED(check_level("aclrtPeekAtLastError", level));
+    return last_runtime_error;
+}
+
+aclError aclrtGetLastError(aclrtLastErrLevel level)
+{
+    CTBC_RETURN_IF_FAILED(check_level("aclrtGetLastError", level));
+    aclError last = last_runtime_error;
+    last_runtime_error = ACL_SUCCESS;
+    return last;
 }

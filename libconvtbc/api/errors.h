@@ -1,7 +1,9 @@
 /*
- * The per-thread error log behind aclGetRecentErrMsg, and the one place that
- * formats messages. Every failing API call leaves exactly one message that
- * names the API, the argument and what was expected.
+ * The per-thread error log behind aclGetRecentErrMsg (and the thread's last
+ * runtime error code behind aclrtGetLastError / aclrtPeekAtLastError), and
+ * the one place that formats messages. Every failing API call leaves
+ * exactly one message that names the API, the argument and what was
+ * expected.
  */
 #ifndef CONVTBC_API_ERRORS_H
 #define CONVTBC_API_ERRORS_H

@@ -1,5 +1,7 @@
 #include "api/log.h"
 
+#include "acl/acl_base.h"
+
 #include <errno.h>
 #include <stdbool.h>
 #include <pthread.h>
@@ -8,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -93,4 +96,31 @@ void ctbc_log_write(ctbc_log_level level, const char *module, const char *file, 
             base, line, text);
     fflush(sink);
     pthread_mutex_unlock(&write_lock);
+}
+
+/* CANN caps an application line at 1024 bytes with its terminating NUL, and
+ * marks a cut one at its end. */
+enum { APP_LINE_BYTES = 1024 };
+static const char TRUNCATED[] = "...[truncated]";
+
+void aclAppLog(aclLogLevel logLevel, const char *func, const char *file, uint32_t line, const char *fmt, ...)
+{
+    if (!fmt || !func || !file || (int)logLevel < CTBC_LOG_DEBUG || (int)logLevel > CTBC_LOG_ERROR)
+        return; /* CANN drops such a line without a word */
+    if (!ctbc_log_enabled((ctbc_log_level)logLevel))
+        return;
+    char body[APP_LINE_BYTES];
+    va_list args;
+    va_start(args, fmt);
+    int body_len = vsnprintf(body, sizeof body, fmt, args);
+    va_end(args);
+    if (body_len < 0)
+        return;
+    /* CANN's text: "<thread id> <function>:<file>:<line>: "<message>"". */
+    char text[APP_LINE_BYTES];
+    int text_len = snprintf(text, sizeof text, "%ld %s:%s:%u: \"%s\"", (long)syscall(SYS_gettid), func, file,
+                            (unsigned)line, body);
+    if (body_len >= APP_LINE_BYTES - 1 || text_len >= APP_LINE_BYTES - 1)
+        memcpy(text + sizeof text - sizeof TRUNCATED, TRUNCATED, sizeof TRUNCATED);
+    ctbc_log_write((ctbc_log_level)logLevel, "APP", file, (int)line, "%s", text);
 }

@@ -19,7 +19,8 @@ typedef enum { CTBC_LOG_DEBUG = 0, CTBC_LOG_INFO = 1, CTBC_LOG_WARNING = 2, CTBC
 /* Whether lines of `level` are written (cheap: use before costly formatting). */
 int ctbc_log_enabled(ctbc_log_level level);
 
-/* `module` is CANN's: "ASCENDCL" for runtime calls, "OP" for the op. */
+/* `module` is CANN's: "ASCENDCL" for runtime calls, "OP" for the op, "APP"
+ * for the application's own lines (aclAppLog). */
 void ctbc_log_write(ctbc_log_level level, const char *module, const char *file, int line, const char *fmt, ...)
     CTBC_PRINTF(5, 6);
 

@@ -58,3 +58,30 @@ aclError convtbcSetSocVersion(const char *socName)
     __atomic_store_n(&chosen, profile, __ATOMIC_RELEASE);
     return ACL_SUCCESS;
 }
+
+/* Figures from CANN's platform_config ini files (hicann/runtime,
+ * src/platform/platform_config). "Ascend950" stands for the 950PR bin
+ * Ascend950PR_9599. The Ascend910A/ProA files leave memory_size empty: the
+ * 32 GiB there is the HBM of that generation. */
+static const struct {
+    const char *name;
+    ctbc_soc_hardware hw;
+} HARDWARE[] = {
+    {"Ascend910B1", {24, 24, 48, 6, 64LL << 30, 192LL << 20, 196608, 2201, true}},
+    {"Ascend910B2", {24, 24, 48, 6, 64LL << 30, 192LL << 20, 196608, 2201, true}},
+    {"Ascend910B3", {20, 20, 40, 6, 64LL << 30, 192LL << 20, 196608, 2201, true}},
+    {"Ascend910B4", {20, 20, 40, 6, 32LL << 30, 96LL << 20, 196608, 2201, true}},
+    {"Ascend910_9391", {24, 24, 48, 6, 64LL << 30, 192LL << 20, 196608, 2201, true}},
+    {"Ascend910_9392", {24, 24, 48, 6, 64LL << 30, 192LL << 20, 196608, 2201, true}},
+    {"Ascend910A", {32, 32, 0, 4, 32LL << 30, 32LL << 20, 262144, 1001, false}},
+    {"Ascend910ProA", {32, 32, 0, 4, 32LL << 30, 32LL << 20, 262144, 1001, false}},
+    {"Ascend950", {36, 36, 72, 6, 128LL << 30, 128LL << 20, 253952, 3510, true}},
+};
+
+const ctbc_soc_hardware *ctbc_soc_hardware_of(const ctbc_soc_profile *profile)
+{
+    for (size_t i = 0; i < sizeof HARDWARE / sizeof *HARDWARE; i++)
+        if (strcmp(profile->name, HARDWARE[i].name) == 0)
+            return &HARDWARE[i].hw;
+    return &HARDWARE[0].hw; /* every profile has a row; a new one without falls back to A2 */
+}

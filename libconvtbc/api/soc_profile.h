@@ -8,6 +8,7 @@
 #define CONVTBC_API_SOC_PROFILE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 typedef enum {
     CTBC_SOC_ATLAS_A2,       /* Ascend910B*: FLOAT, FLOAT16, BFLOAT16 */
@@ -22,5 +23,16 @@ typedef struct {
 } ctbc_soc_profile;
 
 const ctbc_soc_profile *ctbc_soc(void);
+
+/* What the device queries report for a SoC: the [SoCInfo] figures of
+ * CANN's platform_config/<SoC>.ini. */
+typedef struct {
+    int64_t ai_cores, cube_cores, vector_cores, ai_cpus;
+    int64_t memory_bytes, l2_bytes, ub_bytes;
+    int64_t npu_arch;
+    bool bf16; /* support_bf16 */
+} ctbc_soc_hardware;
+
+const ctbc_soc_hardware *ctbc_soc_hardware_of(const ctbc_soc_profile *profile);
 
 #endif /* CONVTBC_API_SOC_PROFILE_H */
