@@ -12,7 +12,7 @@ import pytest
 
 from conftest import C_DIR
 
-PROGRAMS = ["cann_style_example.cpp", "bad_inputs.c", "executor_rules.c", "numerics_sweep.c"]
+PROGRAMS = ["cann_style_example.cpp", "bad_inputs.c", "executor_rules.c", "numerics_sweep.c", "stream_api.c"]
 
 # The programs other than the CANN-style example hand host buffers straight to
 # the op (the op needs no aclInit, and aclrtMalloc does); libconvtbc's

@@ -16,7 +16,7 @@ import pytest
 from conftest import C_DIR, REPO_ROOT
 from test_c_programs import env_for
 
-PROGRAMS = ["bad_inputs.c", "executor_rules.c", "numerics_sweep.c", "cann_style_example.cpp"]
+PROGRAMS = ["bad_inputs.c", "executor_rules.c", "numerics_sweep.c", "cann_style_example.cpp", "stream_api.c"]
 
 
 def tool(name):
