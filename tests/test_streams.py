@@ -7,7 +7,8 @@
   must be caught by that comparison (so the comparison can fail); and the
   whole run must be clean under ThreadSanitizer (library and program built
   with -fsanitize=thread; OMP_NUM_THREADS=1, libgomp not being instrumented;
-  no suppressions).
+  no suppressions). tests/c/stream_api.c (the stream, event and host-callback
+  calls, also from four threads at once) runs under the same build.
 - The documented stream semantics, through the raw API in a fresh process:
   aclrtMemcpyAsync / aclrtMemsetAsync return before the work is done
   (CONVTBC_STREAM_DELAY_MS holds queued work back), a stream runs its work in
@@ -87,7 +88,7 @@ def tool(name):
 
 
 @pytest.fixture(scope="module")
-def tsan_stress(tmp_path_factory):
+def tsan_library(tmp_path_factory):
     meson, ninja = tool("meson"), tool("ninja")
     cc = shutil.which("gcc")
     if not meson or not ninja or not cc:
@@ -103,14 +104,26 @@ def tsan_stress(tmp_path_factory):
     elves = [p for p in build.rglob("libconvtbc.so*")
              if p.is_file() and not p.is_symlink() and p.read_bytes()[:4] == b"\x7fELF"]
     assert elves, "no libconvtbc shared object in the ThreadSanitizer build"
-    lib = elves[0]
-    exe = build / "stream_stress_tsan"
-    cmd = [cc, "-std=c11", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=thread", f"-I{REPO_ROOT / 'include'}",
-           f"-I{REPO_ROOT / 'include' / 'aclnn'}", str(C_DIR / "stream_stress.c"), "-o", str(exe), str(lib),
-           f"-Wl,-rpath,{lib.parent}", "-pthread", "-lm"]
+    return elves[0]
+
+
+def tsan_program(lib, name):
+    exe = lib.parent / f"{name}_tsan"
+    cmd = [shutil.which("gcc"), "-std=c11", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=thread",
+           f"-I{REPO_ROOT / 'include'}", f"-I{REPO_ROOT / 'include' / 'aclnn'}", str(C_DIR / f"{name}.c"), "-o",
+           str(exe), str(lib), f"-Wl,-rpath,{lib.parent}", "-pthread", "-lm"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     return exe
+
+
+TSAN_ENV = {"OMP_NUM_THREADS": "1",
+            "TSAN_OPTIONS": "halt_on_error=0:exitcode=66:second_deadlock_stack=1:report_signal_unsafe=0"}
+
+
+@pytest.fixture(scope="module")
+def tsan_stress(tsan_library):
+    return tsan_program(tsan_library, "stream_stress")
 
 
 @pytest.mark.slow
@@ -120,14 +133,25 @@ def tsan_stress(tmp_path_factory):
 ], ids=["full", "delayed-queues"])
 def test_stress_under_thread_sanitizer(tsan_stress, args, env):
     env = dict(env)
-    env.update({"OMP_NUM_THREADS": "1",
-                "TSAN_OPTIONS": "halt_on_error=0:exitcode=66:second_deadlock_stack=1:report_signal_unsafe=0"})
+    env.update(TSAN_ENV)
     p, counts = run_stress(tsan_stress, *args, env=env, timeout=600)
     report = p.stdout[-2000:] + p.stderr[-20000:]
     assert "WARNING: ThreadSanitizer" not in p.stderr, report
     assert "ThreadSanitizer" not in p.stderr, report
     assert p.returncode == 0, report
     assert (counts["calls_failed"], counts["mismatch_sequential"], counts["mismatch_reference"]) == (0, 0, 0), report
+
+
+@pytest.mark.slow
+def test_stream_api_under_thread_sanitizer(tsan_library):
+    """tests/c/stream_api.c: the stream, event and host-callback calls, then
+    the same from four threads at once (callbacks served by one thread,
+    aborts racing submissions, forced destruction): no report."""
+    exe = tsan_program(tsan_library, "stream_api")
+    p = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600, env=clean_env(TSAN_ENV))
+    report = p.stdout[-2000:] + p.stderr[-20000:]
+    assert "ThreadSanitizer" not in p.stderr, report
+    assert p.returncode == 0 and "stream_api: OK" in p.stdout, report
 
 
 # ---- documented semantics, one fact a line ----------------------------------------
