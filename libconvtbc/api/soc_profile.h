@@ -8,6 +8,7 @@
 #define CONVTBC_API_SOC_PROFILE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 typedef enum {
     CTBC_SOC_ATLAS_A2,       /* Ascend910B*: FLOAT, FLOAT16, BFLOAT16 */
@@ -19,6 +20,7 @@ typedef enum {
 typedef struct {
     const char *name;
     ctbc_soc_family family;
+    uint64_t memory_bytes; /* device memory (HBM) per device, as published */
 } ctbc_soc_profile;
 
 const ctbc_soc_profile *ctbc_soc(void);
