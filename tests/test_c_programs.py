@@ -12,16 +12,17 @@ import pytest
 
 from conftest import C_DIR
 
-PROGRAMS = ["cann_style_example.cpp", "bad_inputs.c", "executor_rules.c", "numerics_sweep.c"]
+PROGRAMS = ["cann_style_example.cpp", "bad_inputs.c", "executor_rules.c", "numerics_sweep.c", "device_memory.c"]
 
-# The programs other than the CANN-style example hand host buffers straight to
-# the op (the op needs no aclInit, and aclrtMalloc does); libconvtbc's
-# optional device-memory checks are switched off for them.
+# The programs other than these hand host buffers straight to the op (the op
+# needs no aclInit, and aclrtMalloc does); libconvtbc's optional device-memory
+# checks are switched off for them.
+CHECKED_MEMORY_PROGRAMS = ("cann_style_example.cpp", "device_memory.c")
 HOST_MEMORY_ENV = {"CONVTBC_CHECK_MEMORY": "0"}
 
 
 def env_for(src):
-    return {} if src == "cann_style_example.cpp" else dict(HOST_MEMORY_ENV)
+    return {} if src in CHECKED_MEMORY_PROGRAMS else dict(HOST_MEMORY_ENV)
 
 
 def compiler_for(src):
