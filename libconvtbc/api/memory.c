@@ -34,22 +34,37 @@ typedef struct {
     ctbc_pages pages;    /* pages.device is NULL for a plain block (posix_memalign) */
 } device_block;
 
+/* What lookups copy out of a live block: enough to check a range and find
+ * its view. */
+typedef struct {
+    char *device, *host;
+    size_t size, reach;
+    uint32_t page_size;
+} located;
+
 /* Oldest first; a block leaves the quarantine (and is really freed) when it
  * holds more blocks or bytes than this. */
 enum { QUARANTINE_BLOCKS = 1024 };
 static const size_t QUARANTINE_BYTES = (size_t)256 << 20;
 
 /* The live blocks and the quarantine, under one lock. Lookups scan the live
- * array newest first: live blocks are few, and the scan keeps phase 2 within
- * a few hundred nanoseconds. */
+ * blocks' address ranges (`spans`, parallel to `live`, small so that the
+ * scan stays in a few cache lines) newest first: live blocks are few, and
+ * the scan keeps phase 2 within a few hundred nanoseconds. */
+typedef struct {
+    uintptr_t start;
+    size_t reach;
+} span;
+
 static struct {
     pthread_mutex_t lock;
     device_block *live;
+    span *spans;
     size_t count, capacity;
     size_t charged; /* sum of the live blocks' charges */
     device_block quarantined[QUARANTINE_BLOCKS];
     size_t first, held, held_bytes;
-} blocks = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, {{0}}, 0, 0, 0};
+} blocks = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, 0, 0, {{0}}, 0, 0, 0};
 
 static ctbc_registry host_blocks = CTBC_REGISTRY_INIT;
 static ctbc_registry declared_host = CTBC_REGISTRY_INIT;
@@ -122,17 +137,19 @@ static ptrdiff_t find_live(const void *address)
 {
     uintptr_t at = (uintptr_t)address;
     for (size_t i = blocks.count; i-- > 0;)
-        if (at - (uintptr_t)blocks.live[i].device < blocks.live[i].reach)
+        if (at - blocks.spans[i].start < blocks.spans[i].reach)
             return (ptrdiff_t)i;
     return -1;
 }
 
-static bool lookup_live(const void *address, device_block *found)
+static bool lookup_live(const void *address, located *found)
 {
     pthread_mutex_lock(&blocks.lock);
     ptrdiff_t at = address ? find_live(address) : -1;
-    if (at >= 0)
-        *found = blocks.live[at];
+    if (at >= 0) {
+        const device_block *b = &blocks.live[at];
+        *found = (located){b->device, b->host, b->size, b->reach, b->page_size};
+    }
     pthread_mutex_unlock(&blocks.lock);
     return at >= 0;
 }
@@ -153,20 +170,20 @@ static bool lookup_freed(const void *address, device_block *found)
     return hit;
 }
 
-static void *view_of(const device_block *b, const void *address)
+static void *view_of(const located *b, const void *address)
 {
     return b->host + ((const char *)address - b->device);
 }
 
 void *ctbc_device_view(const void *address)
 {
-    device_block b;
+    located b;
     return lookup_live(address, &b) ? view_of(&b, address) : (void *)address;
 }
 
 bool ctbc_is_device_memory(const void *address, size_t bytes)
 {
-    device_block b;
+    located b;
     const char *first = address;
     return bytes > 0 && (lookup_live(first, &b) || lookup_live(first + bytes - 1, &b));
 }
@@ -188,7 +205,7 @@ bool ctbc_is_acl_host_memory(const void *address, size_t bytes)
 
 /* The check proper; `live` is the live block `address` falls in, if any. */
 static int check_range(const char *api, const char *what, const void *address, size_t bytes, int status,
-                       const device_block *live)
+                       const located *live)
 {
     if (live) {
         if (inside(address, bytes, live->device, live->size))
@@ -225,14 +242,14 @@ int ctbc_check_device_range(const char *api, const char *what, const void *addre
 {
     if (bytes == 0 || !checking_on())
         return ACL_SUCCESS;
-    device_block b;
+    located b;
     return check_range(api, what, address, bytes, status, lookup_live(address, &b) ? &b : NULL);
 }
 
 int ctbc_use_device_range(const char *api, const char *what, const void *address, size_t bytes, int status,
                           void **view)
 {
-    device_block b;
+    located b;
     bool live = lookup_live(address, &b);
     *view = live ? view_of(&b, address) : (void *)address;
     if (bytes == 0)
@@ -339,11 +356,15 @@ static bool add_live(const device_block *b)
     if (blocks.count == blocks.capacity) {
         size_t capacity = blocks.capacity ? 2 * blocks.capacity : 64;
         device_block *grown = realloc(blocks.live, capacity * sizeof *grown);
-        if (!grown)
+        if (grown)
+            blocks.live = grown;
+        span *spans = grown ? realloc(blocks.spans, capacity * sizeof *spans) : NULL;
+        if (!spans)
             return false;
-        blocks.live = grown;
+        blocks.spans = spans;
         blocks.capacity = capacity;
     }
+    blocks.spans[blocks.count] = (span){(uintptr_t)b->device, b->reach};
     blocks.live[blocks.count++] = *b;
     return true;
 }
@@ -558,7 +579,9 @@ static aclError release_device(const char *api, void *address)
     bool live = at >= 0 && blocks.live[at].device == address;
     if (live) {
         gone = blocks.live[at];
-        blocks.live[at] = blocks.live[--blocks.count];
+        blocks.count--;
+        blocks.live[at] = blocks.live[blocks.count];
+        blocks.spans[at] = blocks.spans[blocks.count];
         blocks.charged -= gone.charge;
     }
     pthread_mutex_unlock(&blocks.lock);
@@ -665,7 +688,7 @@ aclError aclrtPointerGetAttributes(const void *ptr, aclrtPtrAttributes *attribut
         return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, "aclrtPointerGetAttributes",
                          "%s must not be NULL", ptr ? "attributes" : "ptr");
     memset(attributes, 0, sizeof *attributes);
-    device_block b;
+    located b;
     if (lookup_live(ptr, &b) && (size_t)((const char *)ptr - b.device) < b.size) {
         attributes->location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
         attributes->location.id = 0;
