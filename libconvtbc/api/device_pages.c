@@ -286,6 +286,11 @@ bool ctbc_pages_map(size_t size, const char *allocator, bool guarded, ctbc_pages
         retire(record);
         return false;
     }
+    /* A forked child would share these pages with its parent, each seeing
+     * the other's writes; it gets none of them instead, so that a child
+     * using its parent's device memory fails loudly. */
+    madvise(device, mapped, MADV_DONTFORK);
+    madvise(host, mapped, MADV_DONTFORK);
     pthread_once(&install_once, install);
     *out = (ctbc_pages){device, host, mapped, record};
     publish(record, out, size, allocator);
