@@ -6,7 +6,7 @@
 """
 
 from ._library import ffi, lib
-from .emulation import memory_checking, set_soc, soc_name, soc_profile
+from .emulation import device_memory_guard, memory_checking, set_soc, soc_name, soc_profile
 from .errors import AclError, AclnnError, ConvTbcError, check
 from .ops import conv_tbc_backward
 
@@ -16,6 +16,7 @@ __all__ = [
     "ConvTbcError",
     "check",
     "conv_tbc_backward",
+    "device_memory_guard",
     "ffi",
     "lib",
     "memory_checking",

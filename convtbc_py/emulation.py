@@ -1,11 +1,13 @@
 """Controls of what convtbc emulates, for tests of code that calls CANN.
 
-Both are context managers that restore the previous setting on exit:
+All are context managers that restore the previous setting on exit:
 
     with convtbc_py.soc_profile("Ascend910A"):
         ...   # phase 1 applies the training series' dtype rules
     with convtbc_py.memory_checking(False):
         ...   # raw-API code may pass host memory as tensor data
+    with convtbc_py.device_memory_guard(False):
+        ...   # the host may load and store aclrtMalloc'd memory
 
 They wrap convtbc extensions (convtbc/convtbc_ext.h), not CANN symbols, and
 act on the whole process.
@@ -47,3 +49,14 @@ def memory_checking(enabled: bool) -> Iterator[bool]:
         yield enabled
     finally:
         lib.convtbcSetMemoryChecking(previous)
+
+
+@contextlib.contextmanager
+def device_memory_guard(enabled: bool) -> Iterator[bool]:
+    """While inside, aclrtMalloc'd memory is (False) or is not (True)
+    host-accessible; outside, a host access ends the process as on the NPU."""
+    previous = lib.convtbcSetDeviceMemoryGuard(int(enabled))
+    try:
+        yield enabled
+    finally:
+        lib.convtbcSetDeviceMemoryGuard(previous)

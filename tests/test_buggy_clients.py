@@ -18,12 +18,18 @@ and this file judges it against the documented behaviour:
   - memory freed while an op is queued -> the next aclrtSynchronizeStream
     returns 507015 (ACL_ERROR_RT_AICORE_EXCEPTION);
   - phase 2 is asynchronous: a read before aclrtSynchronizeStream sees the old
-    contents (CONVTBC_STREAM_DELAY_MS holds the queued work back).
+    contents (CONVTBC_STREAM_DELAY_MS holds the queued work back);
+  - device memory is not host-addressable (the guard, on by default;
+    CONVTBC_GUARD_DEVICE_MEMORY=0 turns it off): a host load or store through
+    an aclrtMalloc pointer ends the program by SIGSEGV with a message naming
+    device memory, the allocation's address and size, and the offset.
 Also: convtbc_py.memory_checking restores the previous setting.
 """
 
 import os
+import re
 import shutil
+import signal
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
@@ -38,10 +44,10 @@ ACL_ERROR_RT_PARAM_INVALID = 107000
 ACL_ERROR_RT_AICORE_EXCEPTION = 507015
 
 PROGRAMS = ["buggy_read_before_sync", "buggy_host_pointer", "buggy_rerun_executor", "buggy_small_workspace",
-            "buggy_use_after_free", "buggy_wrong_kind", "buggy_double_free"]
+            "buggy_use_after_free", "buggy_wrong_kind", "buggy_double_free", "buggy_host_access"]
 
 # Variables of the library that change what the programs see.
-LIBRARY_ENV = ("CONVTBC_CHECK_MEMORY", "CONVTBC_STREAM_DELAY_MS", "CONVTBC_SOC_VERSION",
+LIBRARY_ENV = ("CONVTBC_CHECK_MEMORY", "CONVTBC_GUARD_DEVICE_MEMORY", "CONVTBC_STREAM_DELAY_MS", "CONVTBC_SOC_VERSION",
                "ASCEND_GLOBAL_LOG_LEVEL", "ASCEND_SLOG_PRINT_TO_STDOUT", "LD_LIBRARY_PATH", "LD_PRELOAD")
 
 
@@ -215,6 +221,50 @@ def test_memory_checks_off_by_environment(programs):
 
     r = run(programs, "buggy_rerun_executor", env=off)
     assert [(c[0], c[1]) for c in r.failures()] == [("aclnnConvTbcBackward", ACLNN_ERR_PARAM_INVALID)], r.output()
+
+
+# ---- host access to device memory ---------------------------------------------------
+
+def check_host_access_fault(proc, how):
+    """The program died by the fault at its ACCESS line, and stderr names
+    device memory, the access, the allocation (address, size) and the offset."""
+    out = f"rc={proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+    assert proc.returncode in (-signal.SIGSEGV, -signal.SIGBUS), out
+    m = re.search(r"^ACCESS (\w+) (0x[0-9a-f]+) (\d+) (\d+)$", proc.stdout, re.M)
+    assert m and m.group(1) == how, out
+    base, size, offset = m.group(2), int(m.group(3)), int(m.group(4))
+    assert "DONE" not in proc.stdout and "VALUE" not in proc.stdout, out
+    assert "device memory" in proc.stderr, out
+    assert f"offset {offset} into the aclrtMalloc allocation at {base} of {size} bytes" in proc.stderr, out
+    assert f"at {hex(int(base, 16) + offset)}" in proc.stderr, out
+    assert re.search(rf"host ({how}|load or store) of device memory", proc.stderr), out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["store", "load"])
+def test_host_access_to_device_memory_ends_the_program(programs, how):
+    buggy = subprocess.run([str(programs["buggy_host_access"]), how], capture_output=True, text=True, timeout=120,
+                           env=clean_env())
+    check_host_access_fault(buggy, how)
+
+    fixed = run(programs, "buggy_host_access", how, "--fixed")
+    assert fixed.failures() == [], fixed.output()
+    assert fixed.tags.get("READ") == "correct", fixed.output()
+    if how == "load":
+        assert fixed.tags.get("VALUE") == "correct", fixed.output()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["store", "load"])
+def test_host_access_allowed_with_the_guard_off(programs, how):
+    """CONVTBC_GUARD_DEVICE_MEMORY=0: device memory is host memory, as before
+    the guard; the buggy program runs to the end with right results."""
+    r = run(programs, "buggy_host_access", how, env={"CONVTBC_GUARD_DEVICE_MEMORY": "0"})
+    assert r.failures() == [], r.output()
+    assert r.tags.get("READ") == "correct", r.output()
+    if how == "load":
+        assert r.tags.get("VALUE") == "correct", r.output()
+    assert "device memory" not in r.proc.stderr, r.output()
 
 
 # ---- convtbc_py.memory_checking -------------------------------------------------

@@ -14,8 +14,18 @@ extern "C" {
 /* Checked device memory (on unless CONVTBC_CHECK_MEMORY=0): tensor data,
  * workspaces and aclrtMemcpy/aclrtMemset ranges must lie in live aclrtMalloc
  * blocks. enabled 0 turns the checks off, 1 on; returns the previous
- * setting. */
+ * setting. Independent of the guard below. */
 ACL_FUNC_VISIBILITY int convtbcSetMemoryChecking(int enabled);
+
+/* The device-memory guard (on unless CONVTBC_GUARD_DEVICE_MEMORY=0): the
+ * addresses aclrtMalloc and its variants return cannot be loaded from or
+ * stored to by the host, as on the NPU; a host access ends the process with
+ * a message naming the allocation. enabled 0 makes every guarded block
+ * host-accessible until the guard is turned on again, 1 guards them (and
+ * blocks allocated from then on); returns the previous setting. Blocks
+ * allocated while the guard was off because of the environment variable
+ * stay host-accessible. */
+ACL_FUNC_VISIBILITY int convtbcSetDeviceMemoryGuard(int enabled);
 
 /* Lets host memory [ptr, ptr + size) stand for device memory until it is
  * forgotten, so that code which owns host buffers (the numpy bindings) can

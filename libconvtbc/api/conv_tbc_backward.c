@@ -459,16 +459,28 @@ static aclnnStatus check_memory(const char *api, const void *const *view_start, 
     return ctbc_check_device_range(api, "workspace", workspace, workspace_bytes, status);
 }
 
+/* Runs a queued plan on the views of its memory. Memory freed between
+ * submission and now is an error of the queued work, reported at the next
+ * synchronisation, as a fault on the NPU. The views are looked up here, once
+ * per tensor and run, inside the bracket that keeps aclrtFree out. */
 static aclError run_queued(void *payload)
 {
     const queued_run *run = payload;
-    /* Memory freed between submission and now is an error of the queued
-     * work, reported at the next synchronisation, as a fault on the NPU. */
+    void *view[TENSOR_COUNT] = {NULL}, *workspace = NULL;
+    aclError status = ACL_SUCCESS;
     ctbc_memory_use_begin();
-    aclError status = check_memory(PHASE2, run->view_start, run->view_span_bytes, run->workspace,
-                                   run->compute.workspace_bytes, ACL_ERROR_RT_AICORE_EXCEPTION);
+    for (int i = 0; i < TENSOR_COUNT && status == ACL_SUCCESS; i++)
+        if (i != BIAS) /* not read by the backward pass */
+            status = ctbc_use_device_range(PHASE2, TENSOR_ARGUMENTS[i], run->view_start[i], run->view_span_bytes[i],
+                                           ACL_ERROR_RT_AICORE_EXCEPTION, &view[i]);
     if (status == ACL_SUCCESS)
-        ctbc_execute(&run->compute, &run->buffers, run->workspace);
+        status = ctbc_use_device_range(PHASE2, "workspace", run->workspace, run->compute.workspace_bytes,
+                                       ACL_ERROR_RT_AICORE_EXCEPTION, &workspace);
+    if (status == ACL_SUCCESS) {
+        const ctbc_buffers buffers = {view[SELF], view[INPUT], view[WEIGHT], view[GRAD_INPUT], view[GRAD_WEIGHT],
+                                      view[GRAD_BIAS]};
+        ctbc_execute(&run->compute, &buffers, workspace);
+    }
     ctbc_memory_use_end();
     return status;
 }

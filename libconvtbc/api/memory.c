@@ -1,3 +1,9 @@
+/*
+ * Device and host memory from the runtime: allocation and release, the
+ * device's memory budget (aclrtGetMemInfo), pointer attributes, and the
+ * checks and views the op and the copies use (api/memory.h). Copies and
+ * fills are in memory_copy.c, the guarded mappings in device_pages.c.
+ */
 #include "api/memory.h"
 
 #include <pthread.h>
@@ -5,19 +11,65 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "acl/acl_rt.h"
+#include "acl/acl.h"
 #include "convtbc/convtbc_ext.h"
+#include "api/device_pages.h"
 #include "api/errors.h"
 #include "api/log.h"
 #include "api/registry.h"
 #include "api/runtime.h"
+#include "api/soc_profile.h"
 
-static ctbc_registry device_blocks = CTBC_REGISTRY_INIT;
+/* One block from aclrtMalloc or a variant. */
+typedef struct {
+    char *device;        /* the address handed out */
+    char *host;          /* where the library reads and writes it (== device for a plain block) */
+    size_t size;         /* bytes asked for: what the checks allow */
+    size_t reach;        /* bytes addressable from `device`: the pages, or `size` for a plain block */
+    size_t charge;       /* bytes it takes from the device's memory */
+    uint32_t page_size;  /* the device page size its policy gives */
+    bool guarded;        /* the caller's address is inaccessible right now */
+    ctbc_pages pages;    /* pages.device is NULL for a plain block (posix_memalign) */
+} device_block;
+
+/* What lookups copy out of a live block: enough to check a range and find
+ * its view. */
+typedef struct {
+    char *device, *host;
+    size_t size, reach;
+    uint32_t page_size;
+} located;
+
+/* Oldest first; a block leaves the quarantine (and is really freed) when it
+ * holds more blocks or bytes than this. */
+enum { QUARANTINE_BLOCKS = 1024 };
+static const size_t QUARANTINE_BYTES = (size_t)256 << 20;
+
+/* The live blocks and the quarantine, under one lock. Lookups scan the live
+ * blocks' address ranges (`spans`, parallel to `live`, small so that the
+ * scan stays in a few cache lines) newest first: live blocks are few, and
+ * the scan keeps phase 2 within a few hundred nanoseconds. */
+typedef struct {
+    uintptr_t start;
+    size_t reach;
+} span;
+
+static struct {
+    pthread_mutex_t lock;
+    device_block *live;
+    span *spans;
+    size_t count, capacity;
+    size_t charged; /* sum of the live blocks' charges */
+    device_block quarantined[QUARANTINE_BLOCKS];
+    size_t first, held, held_bytes;
+} blocks = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, 0, 0, {{0}}, 0, 0, 0};
+
 static ctbc_registry host_blocks = CTBC_REGISTRY_INIT;
 static ctbc_registry declared_host = CTBC_REGISTRY_INIT;
 
-/* ---- checking on or off ---------------------------------------------------- */
+/* ---- the two switches ---------------------------------------------------------- */
 
 static int checking = 1;
 static pthread_once_t checking_once = PTHREAD_ONCE_INIT;
@@ -41,118 +93,184 @@ int convtbcSetMemoryChecking(int enabled)
     return __atomic_exchange_n(&checking, enabled ? 1 : 0, __ATOMIC_RELAXED);
 }
 
-/* ---- the quarantine of freed blocks -------------------------------------- */
+/* The guard (blocks.lock for writes). Switched off by the environment,
+ * blocks are plain host memory as they always were; switched off at run
+ * time, they stay mapped twice so that switching it on again guards them. */
+static bool guard = true;
+static bool guard_off_by_environment;
+static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
 
-/* Oldest first; a block leaves (and is really freed) when the quarantine
- * holds more blocks or bytes than this. */
-enum { QUARANTINE_BLOCKS = 1024 };
-static const size_t QUARANTINE_BYTES = (size_t)256 << 20;
-
-static struct {
-    pthread_mutex_t lock;
-    ctbc_registry_entry blocks[QUARANTINE_BLOCKS];
-    size_t first, count, bytes;
-} quarantine = {PTHREAD_MUTEX_INITIALIZER, {{0}}, 0, 0, 0};
-
-static void quarantine_block(void *block, size_t size)
+static void read_guard(void)
 {
-    memset(block, 0xFF, size);
-    pthread_mutex_lock(&quarantine.lock);
-    while (quarantine.count > 0 &&
-           (quarantine.count == QUARANTINE_BLOCKS || quarantine.bytes + size > QUARANTINE_BYTES)) {
-        ctbc_registry_entry *oldest = &quarantine.blocks[quarantine.first];
-        free((void *)oldest->handle);
-        quarantine.bytes -= oldest->size;
-        quarantine.first = (quarantine.first + 1) % QUARANTINE_BLOCKS;
-        quarantine.count--;
-    }
-    quarantine.blocks[(quarantine.first + quarantine.count) % QUARANTINE_BLOCKS] =
-        (ctbc_registry_entry){block, size};
-    quarantine.count++;
-    quarantine.bytes += size;
-    pthread_mutex_unlock(&quarantine.lock);
+    const char *text = getenv("CONVTBC_GUARD_DEVICE_MEMORY");
+    if (text && strcmp(text, "0") == 0)
+        guard = false, guard_off_by_environment = true;
 }
 
-static bool find_freed(const void *address, ctbc_registry_entry *found)
+static void protect_all(bool guarded)
+{
+    for (size_t i = 0; i < blocks.count + blocks.held; i++) {
+        device_block *b = i < blocks.count ? &blocks.live[i]
+                                           : &blocks.quarantined[(blocks.first + i - blocks.count) % QUARANTINE_BLOCKS];
+        if (b->pages.device && b->guarded != guarded) {
+            ctbc_pages_protect(&b->pages, guarded);
+            b->guarded = guarded;
+        }
+    }
+}
+
+int convtbcSetDeviceMemoryGuard(int enabled)
+{
+    pthread_once(&guard_once, read_guard);
+    pthread_mutex_lock(&blocks.lock);
+    int previous = guard;
+    guard = enabled != 0;
+    protect_all(guard);
+    pthread_mutex_unlock(&blocks.lock);
+    return previous;
+}
+
+/* ---- lookups ---------------------------------------------------------------------- */
+
+/* Index of the live block whose reach holds `address`, or -1 (lock held). */
+static ptrdiff_t find_live(const void *address)
+{
+    uintptr_t at = (uintptr_t)address;
+    for (size_t i = blocks.count; i-- > 0;)
+        if (at - blocks.spans[i].start < blocks.spans[i].reach)
+            return (ptrdiff_t)i;
+    return -1;
+}
+
+static bool lookup_live(const void *address, located *found)
+{
+    pthread_mutex_lock(&blocks.lock);
+    ptrdiff_t at = address ? find_live(address) : -1;
+    if (at >= 0) {
+        const device_block *b = &blocks.live[at];
+        *found = (located){b->device, b->host, b->size, b->reach, b->page_size};
+    }
+    pthread_mutex_unlock(&blocks.lock);
+    return at >= 0;
+}
+
+static bool lookup_freed(const void *address, device_block *found)
 {
     uintptr_t at = (uintptr_t)address;
     bool hit = false;
-    pthread_mutex_lock(&quarantine.lock);
-    for (size_t i = 0; i < quarantine.count && !hit; i++) {
-        const ctbc_registry_entry *block = &quarantine.blocks[(quarantine.first + i) % QUARANTINE_BLOCKS];
-        if (at >= (uintptr_t)block->handle && at - (uintptr_t)block->handle < block->size) {
-            *found = *block;
+    pthread_mutex_lock(&blocks.lock);
+    for (size_t i = 0; i < blocks.held && !hit; i++) {
+        const device_block *b = &blocks.quarantined[(blocks.first + i) % QUARANTINE_BLOCKS];
+        if (at - (uintptr_t)b->device < b->reach) {
+            *found = *b;
             hit = true;
         }
     }
-    pthread_mutex_unlock(&quarantine.lock);
+    pthread_mutex_unlock(&blocks.lock);
     return hit;
 }
 
-void ctbc_memory_shutdown(void)
+static void *view_of(const located *b, const void *address)
 {
-    pthread_mutex_lock(&quarantine.lock);
-    for (size_t i = 0; i < quarantine.count; i++)
-        free((void *)quarantine.blocks[(quarantine.first + i) % QUARANTINE_BLOCKS].handle);
-    quarantine.first = quarantine.count = quarantine.bytes = 0;
-    pthread_mutex_unlock(&quarantine.lock);
+    return b->host + ((const char *)address - b->device);
 }
 
-/* ---- queued work against aclrtFree ---------------------------------------- */
-
-static pthread_rwlock_t in_use = PTHREAD_RWLOCK_INITIALIZER;
-
-void ctbc_memory_use_begin(void) { pthread_rwlock_rdlock(&in_use); }
-
-void ctbc_memory_use_end(void) { pthread_rwlock_unlock(&in_use); }
-
-/* ---- range checks ----------------------------------------------------------- */
+void *ctbc_device_view(const void *address)
+{
+    located b;
+    return lookup_live(address, &b) ? view_of(&b, address) : (void *)address;
+}
 
 bool ctbc_is_device_memory(const void *address, size_t bytes)
 {
-    ctbc_registry_entry block;
+    located b;
     const char *first = address;
-    return bytes > 0 && (ctbc_registry_find_containing(&device_blocks, first, &block) ||
-                         ctbc_registry_find_containing(&device_blocks, first + bytes - 1, &block));
+    return bytes > 0 && (lookup_live(first, &b) || lookup_live(first + bytes - 1, &b));
 }
 
-int ctbc_check_device_range(const char *api, const char *what, const void *address, size_t bytes, int status)
+static bool inside(const void *address, size_t bytes, const void *start, size_t size)
 {
-    if (bytes == 0 || !checking_on())
-        return ACL_SUCCESS;
+    size_t offset = (size_t)((uintptr_t)address - (uintptr_t)start);
+    return (uintptr_t)address >= (uintptr_t)start && offset <= size && bytes <= size - offset;
+}
+
+bool ctbc_is_acl_host_memory(const void *address, size_t bytes)
+{
     ctbc_registry_entry block;
-    uintptr_t start = (uintptr_t)address;
-    if (ctbc_registry_find_containing(&device_blocks, address, &block) ||
-        ctbc_registry_find_containing(&declared_host, address, &block)) {
-        uintptr_t block_start = (uintptr_t)block.handle;
-        if (bytes <= block.size - (start - block_start))
+    return address && ctbc_registry_find_containing(&host_blocks, address, &block) &&
+           inside(address, bytes, block.handle, block.size);
+}
+
+/* ---- range checks ---------------------------------------------------------------- */
+
+/* The check proper; `live` is the live block `address` falls in, if any. */
+static int check_range(const char *api, const char *what, const void *address, size_t bytes, int status,
+                       const located *live)
+{
+    if (live) {
+        if (inside(address, bytes, live->device, live->size))
             return ACL_SUCCESS;
+        size_t offset = (size_t)((const char *)address - live->device);
         return ctbc_fail(status, CTBC_EE_RUNTIME, api,
                          "%s: %zu bytes at %p run past the end of the device allocation %p of %zu bytes "
                          "(by %zu bytes)",
-                         what, bytes, address, block.handle, block.size,
-                         bytes - (block.size - (size_t)(start - block_start)));
+                         what, bytes, address, (void *)live->device, live->size, offset + bytes - live->size);
     }
-    if (find_freed(address, &block))
+    ctbc_registry_entry declared;
+    if (ctbc_registry_find_containing(&declared_host, address, &declared)) {
+        if (inside(address, bytes, declared.handle, declared.size))
+            return ACL_SUCCESS;
+        size_t offset = (size_t)((uintptr_t)address - (uintptr_t)declared.handle);
+        return ctbc_fail(status, CTBC_EE_RUNTIME, api,
+                         "%s: %zu bytes at %p run past the end of the declared host memory %p of %zu bytes "
+                         "(by %zu bytes)",
+                         what, bytes, address, declared.handle, declared.size, offset + bytes - declared.size);
+    }
+    device_block freed;
+    if (lookup_freed(address, &freed))
         return ctbc_fail(status, CTBC_EE_RUNTIME, api,
                          "%s: %p is inside the device allocation %p of %zu bytes, which aclrtFree already "
                          "released (use after free)",
-                         what, address, block.handle, block.size);
+                         what, address, (void *)freed.device, freed.size);
     return ctbc_fail(status, CTBC_EE_RUNTIME, api,
                      "%s: %p is not device memory; give it memory from aclrtMalloc (host memory reaches the device "
                      "only through aclrtMemcpy)",
                      what, address);
 }
 
-/* Host side of a copy: must not be device memory. */
-static int check_host_range(const char *api, const char *what, const void *address, size_t bytes)
+int ctbc_check_device_range(const char *api, const char *what, const void *address, size_t bytes, int status)
 {
-    ctbc_registry_entry block;
+    if (bytes == 0 || !checking_on())
+        return ACL_SUCCESS;
+    located b;
+    return check_range(api, what, address, bytes, status, lookup_live(address, &b) ? &b : NULL);
+}
+
+int ctbc_use_device_range(const char *api, const char *what, const void *address, size_t bytes, int status,
+                          void **view)
+{
+    located b;
+    bool live = lookup_live(address, &b);
+    *view = live ? view_of(&b, address) : (void *)address;
+    if (bytes == 0)
+        return ACL_SUCCESS;
+    if (checking_on())
+        return check_range(api, what, address, bytes, status, live ? &b : NULL);
+    /* Unchecked, a range may run past the bytes asked for, but its view
+     * cannot run past the pages behind it. */
+    if (live && !inside(address, bytes, b.device, b.reach))
+        return ctbc_fail(status, CTBC_EE_RUNTIME, api,
+                         "%s: %zu bytes at %p run past the pages of the device allocation %p of %zu bytes", what,
+                         bytes, address, (void *)b.device, b.size);
+    return ACL_SUCCESS;
+}
+
+int ctbc_check_host_range(const char *api, const char *what, const void *address, size_t bytes, int status)
+{
     if (!checking_on() || !ctbc_is_device_memory(address, bytes))
         return ACL_SUCCESS;
-    ctbc_registry_find_containing(&device_blocks, address, &block);
-    return ctbc_fail(ACL_ERROR_RT_PARAM_INVALID, CTBC_EE_RUNTIME, api,
-                     "%s: %p is device memory, but the copy's kind says host memory", what, address);
+    return ctbc_fail(status, CTBC_EE_RUNTIME, api, "%s: %p is device memory, but the copy's kind says host memory",
+                     what, address);
 }
 
 aclError convtbcDeclareHostMemory(const void *ptr, size_t size)
@@ -173,188 +291,413 @@ aclError convtbcForgetHostMemory(const void *ptr)
     return ACL_SUCCESS;
 }
 
-/* ---- allocation ---------------------------------------------------------- */
+/* ---- queued work against aclrtFree -------------------------------------------- */
 
-/* Device memory is host memory here. Blocks are 64-byte aligned (CANN
- * guarantees 32) and padded by 32 bytes as CANN pads its allocations. */
-static aclError allocate(const char *api, ctbc_registry *registry, void **out, size_t size)
+static pthread_rwlock_t in_use = PTHREAD_RWLOCK_INITIALIZER;
+
+void ctbc_memory_use_begin(void) { pthread_rwlock_rdlock(&in_use); }
+
+void ctbc_memory_use_end(void) { pthread_rwlock_unlock(&in_use); }
+
+/* ---- the device's memory ---------------------------------------------------------- */
+
+enum { NORMAL_PAGE = 4 << 10, HUGE_PAGE = 2 << 20, HUGE1G_PAGE = 1 << 30 };
+
+static int base_policy(aclrtMemMallocPolicy policy)
 {
+    /* aclrtMallocWithCfg may OR a bandwidth class or read-only access into
+     * the policy; the page rule is in the low byte. */
+    return (int)((unsigned)policy & 0xFFu);
+}
+
+/* The device page size CANN documents for `policy`: huge pages (2 MiB) for
+ * HUGE_ONLY, and for HUGE_FIRST above 1 MiB; 1 GiB pages for HUGE1G; normal
+ * pages otherwise, and for an unknown policy below 2 MiB. */
+static uint32_t page_size_for(aclrtMemMallocPolicy policy, size_t size)
+{
+    switch (base_policy(policy)) {
+    case ACL_MEM_MALLOC_HUGE_FIRST:
+    case ACL_MEM_MALLOC_HUGE_FIRST_P2P: return size > ((size_t)1 << 20) ? HUGE_PAGE : NORMAL_PAGE;
+    case ACL_MEM_MALLOC_HUGE_ONLY:
+    case ACL_MEM_MALLOC_HUGE_ONLY_P2P: return HUGE_PAGE;
+    case ACL_MEM_MALLOC_NORMAL_ONLY:
+    case ACL_MEM_MALLOC_NORMAL_ONLY_P2P: return NORMAL_PAGE;
+    case ACL_MEM_MALLOC_HUGE1G_ONLY:
+    case ACL_MEM_MALLOC_HUGE1G_ONLY_P2P: return HUGE1G_PAGE;
+    default: return size >= HUGE_PAGE ? HUGE_PAGE : NORMAL_PAGE;
+    }
+}
+
+/* What a block takes from the device, as CANN sizes it: the size rounded up
+ * to 32 bytes, plus 32 bytes of padding where `padded` (aclrtMalloc, not
+ * aclrtMallocAlign32; no padding on Ascend950 or with 1 GiB pages), then up
+ * to whole huge pages where huge pages are used. false on overflow. */
+static bool charge_for(size_t size, bool padded, uint32_t page_size, size_t *charge)
+{
+    padded = padded && page_size != HUGE1G_PAGE && ctbc_soc()->family != CTBC_SOC_ASCEND950;
+    size_t append = 31 + (padded ? 32 : 0);
+    if (size > SIZE_MAX - append - page_size)
+        return false;
+    size_t bytes = (size + append) / 32 * 32;
+    if (page_size != NORMAL_PAGE)
+        bytes = (bytes + page_size - 1) / page_size * page_size;
+    *charge = bytes;
+    return true;
+}
+
+static size_t free_bytes(void)
+{
+    uint64_t total = ctbc_soc()->memory_bytes;
+    return total > blocks.charged ? (size_t)(total - blocks.charged) : 0;
+}
+
+static bool add_live(const device_block *b)
+{
+    if (blocks.count == blocks.capacity) {
+        size_t capacity = blocks.capacity ? 2 * blocks.capacity : 64;
+        device_block *grown = realloc(blocks.live, capacity * sizeof *grown);
+        if (grown)
+            blocks.live = grown;
+        span *spans = grown ? realloc(blocks.spans, capacity * sizeof *spans) : NULL;
+        if (!spans)
+            return false;
+        blocks.spans = spans;
+        blocks.capacity = capacity;
+    }
+    blocks.spans[blocks.count] = (span){(uintptr_t)b->device, b->reach};
+    blocks.live[blocks.count++] = *b;
+    return true;
+}
+
+static void discard(const device_block *b)
+{
+    if (b->pages.device)
+        ctbc_pages_unmap(&b->pages);
+    else
+        free(b->device);
+}
+
+/* ---- allocation ------------------------------------------------------------------- */
+
+/* A plain block, for when the guard is off by the environment or the system
+ * refuses more mappings: 64-byte aligned (CANN guarantees 64 for aclrtMalloc)
+ * and padded by 32 bytes as CANN pads its allocations. */
+static char *plain_block(size_t size)
+{
+    void *block = NULL;
+    size_t padded = size + 32 + (32 - size % 32) % 32;
+    if (padded < size || posix_memalign(&block, 64, padded) != 0)
+        return NULL;
+    return block;
+}
+
+static aclError allocate_device(const char *api, void **out, size_t size, aclrtMemMallocPolicy policy, bool padded)
+{
+    ctbc_context *ctx;
+    CTBC_RETURN_IF_FAILED(ctbc_require_context(api, &ctx));
     if (!out)
         return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
                          "the pointer to receive the address must not be NULL");
     if (size == 0)
         return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api, "size must be > 0");
-    void *block = NULL;
-    size_t padded = size + 32 + (32 - size % 32) % 32;
-    if (padded < size || posix_memalign(&block, 64, padded) != 0)
-        return ctbc_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, CTBC_EE_RUNTIME, api, "cannot allocate %zu bytes", size);
-    if (!ctbc_registry_add(registry, block, size)) {
-        free(block);
-        return ctbc_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, CTBC_EE_RUNTIME, api, "out of memory");
-    }
-    *out = block;
-    CTBC_LOG(CTBC_LOG_DEBUG, "%s: %zu bytes at %p", api, size, block);
-    return ACL_SUCCESS;
-}
+    device_block b;
+    memset(&b, 0, sizeof b);
+    b.size = size;
+    b.page_size = page_size_for(policy, size);
+    if (!charge_for(size, padded, b.page_size, &b.charge))
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api, "size %zu is too large", size);
+    pthread_once(&guard_once, read_guard);
 
-static aclError release(const char *api, ctbc_registry *registry, void *block, const char *allocator,
-                        bool quarantine_it)
-{
-    ctbc_registry_entry entry;
-    pthread_rwlock_wrlock(&in_use);
-    bool live = block && ctbc_registry_find_containing(registry, block, &entry) && entry.handle == block &&
-                ctbc_registry_remove(registry, block);
-    if (live) {
-        if (quarantine_it && checking_on())
-            quarantine_block(block, entry.size);
-        else
-            free(block);
+    /* Book the bytes first, so that threads allocating at once cannot
+     * overdraw the device together. */
+    pthread_mutex_lock(&blocks.lock);
+    size_t available = free_bytes();
+    bool fits = b.charge <= available;
+    if (fits)
+        blocks.charged += b.charge;
+    bool guarded = guard, map = guard || !guard_off_by_environment;
+    pthread_mutex_unlock(&blocks.lock);
+    if (!fits)
+        return ctbc_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, CTBC_EE_RUNTIME, api,
+                         "out of device memory: %zu bytes asked for (%zu as the device counts them), %zu of %llu "
+                         "bytes free on %s",
+                         size, b.charge, available, (unsigned long long)ctbc_soc()->memory_bytes, ctbc_soc()->name);
+
+    if (map && ctbc_pages_map(size, api, guarded, &b.pages)) {
+        b.device = b.pages.device;
+        b.host = b.pages.host;
+        b.reach = b.pages.mapped;
+        b.guarded = guarded;
+    } else {
+        if (map)
+            CTBC_LOG(CTBC_LOG_WARNING, "%s: cannot map %zu bytes twice; this block is plain host memory, not guarded",
+                     api, size);
+        b.device = b.host = plain_block(size);
+        b.reach = size;
     }
-    pthread_rwlock_unlock(&in_use);
-    if (live)
-        return ACL_SUCCESS;
-    if (block && quarantine_it && find_freed(block, &entry) && entry.handle == block)
-        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
-                         "%p (%zu bytes) was already freed (double free)", block, entry.size);
-    return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
-                     "%p was not returned by %s, or was already freed", block, allocator);
+
+    pthread_mutex_lock(&blocks.lock);
+    bool added = b.device && add_live(&b);
+    if (added && b.pages.device && b.guarded != guard) {
+        ctbc_pages_protect(&b.pages, guard); /* the guard was switched meanwhile */
+        blocks.live[blocks.count - 1].guarded = guard;
+    }
+    if (!added)
+        blocks.charged -= b.charge;
+    pthread_mutex_unlock(&blocks.lock);
+    if (!added) {
+        if (b.device)
+            discard(&b);
+        return ctbc_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, CTBC_EE_RUNTIME, api, "cannot allocate %zu bytes", size);
+    }
+    *out = b.device;
+    CTBC_LOG(CTBC_LOG_DEBUG, "%s: %zu bytes at %p", api, size, (void *)b.device);
+    return ACL_SUCCESS;
 }
 
 aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
 {
-    (void)policy; /* huge pages and bandwidth classes mean nothing on the host */
-    ctbc_context *ctx;
-    CTBC_RETURN_IF_FAILED(ctbc_require_context("aclrtMalloc", &ctx));
-    return allocate("aclrtMalloc", &device_blocks, devPtr, size);
+    return allocate_device("aclrtMalloc", devPtr, size, policy, true);
+}
+
+aclError aclrtMallocAlign32(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
+{
+    return allocate_device("aclrtMallocAlign32", devPtr, size, policy, false);
+}
+
+aclError aclrtMallocCached(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
+{
+    /* Host and device caches need no care here: aclrtMalloc's memory. */
+    return allocate_device("aclrtMallocCached", devPtr, size, policy, true);
+}
+
+/* The checks CANN makes of an aclrtMallocConfig. */
+static aclError check_config(const char *api, const aclrtMallocConfig *cfg)
+{
+    if (!cfg)
+        return ACL_SUCCESS;
+    if (cfg->numAttrs != 0 && !cfg->attrs)
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
+                         "cfg->attrs must not be NULL when cfg->numAttrs is %zu", cfg->numAttrs);
+    for (size_t i = 0; i < cfg->numAttrs; i++) {
+        const aclrtMallocAttribute *a = &cfg->attrs[i];
+        if ((int)a->attr < ACL_RT_MEM_ATTR_RSV || (int)a->attr > ACL_RT_MEM_ATTR_VA_FLAG)
+            return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
+                             "cfg->attrs[%zu].attr %d is not an aclrtMallocAttrType (0 to 3)", i, (int)a->attr);
+        if (a->attr == ACL_RT_MEM_ATTR_DEVICE_ID && a->value.deviceId != 0)
+            return ctbc_fail(ACL_ERROR_RT_INVALID_DEVICEID, CTBC_EE_RUNTIME, api,
+                             "cfg->attrs[%zu]: device %u does not exist; convtbc has device 0 only", i,
+                             (unsigned)a->value.deviceId);
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclrtMallocWithCfg(void **devPtr, size_t size, aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg)
+{
+    CTBC_RETURN_IF_FAILED(ctbc_require_init("aclrtMallocWithCfg"));
+    if (!devPtr)
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, "aclrtMallocWithCfg",
+                         "the pointer to receive the address must not be NULL");
+    CTBC_RETURN_IF_FAILED(check_config("aclrtMallocWithCfg", cfg));
+    return allocate_device("aclrtMallocWithCfg", devPtr, size, policy, true);
+}
+
+static aclError allocate_host(const char *api, void **out, uint64_t size)
+{
+    CTBC_RETURN_IF_FAILED(ctbc_require_init(api));
+    if (!out)
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
+                         "the pointer to receive the address must not be NULL");
+    if (size == 0)
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api, "size must be > 0");
+    char *block = size <= SIZE_MAX ? plain_block((size_t)size) : NULL;
+    if (!block || !ctbc_registry_add(&host_blocks, block, (size_t)size)) {
+        free(block);
+        return ctbc_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, CTBC_EE_RUNTIME, api, "cannot allocate %llu bytes",
+                         (unsigned long long)size);
+    }
+    *out = block;
+    CTBC_LOG(CTBC_LOG_DEBUG, "%s: %llu bytes at %p", api, (unsigned long long)size, (void *)block);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtMallocHost(void **hostPtr, size_t size) { return allocate_host("aclrtMallocHost", hostPtr, size); }
+
+aclError aclrtMallocHostWithCfg(void **ptr, uint64_t size, aclrtMallocConfig *cfg)
+{
+    CTBC_RETURN_IF_FAILED(ctbc_require_init("aclrtMallocHostWithCfg"));
+    if (!ptr)
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, "aclrtMallocHostWithCfg",
+                         "the pointer to receive the address must not be NULL");
+    CTBC_RETURN_IF_FAILED(check_config("aclrtMallocHostWithCfg", cfg));
+    return allocate_host("aclrtMallocHostWithCfg", ptr, size);
+}
+
+/* ---- release ------------------------------------------------------------------------- */
+
+/* Poisons a released block and keeps it aside, evicting (really freeing)
+ * the oldest while the quarantine is over its limits. */
+static void quarantine(device_block *b, const char *api)
+{
+    memset(b->host, 0xFF, b->size);
+    if (b->pages.device)
+        ctbc_pages_mark_freed(&b->pages, api);
+    pthread_mutex_lock(&blocks.lock);
+    while (blocks.held > 0 &&
+           (blocks.held == QUARANTINE_BLOCKS || blocks.held_bytes + b->size > QUARANTINE_BYTES)) {
+        device_block *oldest = &blocks.quarantined[blocks.first];
+        discard(oldest);
+        blocks.held_bytes -= oldest->size;
+        blocks.first = (blocks.first + 1) % QUARANTINE_BLOCKS;
+        blocks.held--;
+    }
+    if (b->pages.device && b->guarded != guard) {
+        ctbc_pages_protect(&b->pages, guard); /* as the guard stands now */
+        b->guarded = guard;
+    }
+    blocks.quarantined[(blocks.first + blocks.held) % QUARANTINE_BLOCKS] = *b;
+    blocks.held++;
+    blocks.held_bytes += b->size;
+    pthread_mutex_unlock(&blocks.lock);
+}
+
+void ctbc_memory_shutdown(void)
+{
+    pthread_mutex_lock(&blocks.lock);
+    for (size_t i = 0; i < blocks.held; i++)
+        discard(&blocks.quarantined[(blocks.first + i) % QUARANTINE_BLOCKS]);
+    blocks.first = blocks.held = blocks.held_bytes = 0;
+    pthread_mutex_unlock(&blocks.lock);
+}
+
+static aclError release_device(const char *api, void *address)
+{
+    device_block gone;
+    pthread_rwlock_wrlock(&in_use); /* queued work using memory finishes first */
+    pthread_mutex_lock(&blocks.lock);
+    ptrdiff_t at = address ? find_live(address) : -1;
+    bool live = at >= 0 && blocks.live[at].device == address;
+    if (live) {
+        gone = blocks.live[at];
+        blocks.count--;
+        blocks.live[at] = blocks.live[blocks.count];
+        blocks.spans[at] = blocks.spans[blocks.count];
+        blocks.charged -= gone.charge;
+    }
+    pthread_mutex_unlock(&blocks.lock);
+    if (live) {
+        if (checking_on())
+            quarantine(&gone, api);
+        else
+            discard(&gone);
+    }
+    pthread_rwlock_unlock(&in_use);
+    if (live)
+        return ACL_SUCCESS;
+    device_block freed;
+    if (address && lookup_freed(address, &freed) && freed.device == address)
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
+                         "%p (%zu bytes) was already freed (double free)", address, freed.size);
+    return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
+                     "%p was not returned by aclrtMalloc (or its variants), or was already freed", address);
 }
 
 aclError aclrtFree(void *devPtr)
 {
     CTBC_RETURN_IF_FAILED(ctbc_require_init("aclrtFree"));
-    return release("aclrtFree", &device_blocks, devPtr, "aclrtMalloc", true);
+    return release_device("aclrtFree", devPtr);
 }
 
-aclError aclrtMallocHost(void **hostPtr, size_t size)
-{
-    CTBC_RETURN_IF_FAILED(ctbc_require_init("aclrtMallocHost"));
-    return allocate("aclrtMallocHost", &host_blocks, hostPtr, size);
-}
-
-aclError aclrtFreeHost(void *hostPtr)
-{
-    CTBC_RETURN_IF_FAILED(ctbc_require_init("aclrtFreeHost"));
-    return release("aclrtFreeHost", &host_blocks, hostPtr, "aclrtMallocHost", false);
-}
-
-/* ---- copies and fills ------------------------------------------------------ */
-
-typedef struct {
-    const char *api;
-    void *dst;
-    const void *src;
-    size_t count;
-    int value;
-    bool fill;
-    bool dst_device, src_device; /* the sides that must still be live device memory when it runs */
-} transfer;
-
-static aclError run_transfer(void *payload)
-{
-    const transfer *job = payload;
-    aclError status = ACL_SUCCESS;
-    ctbc_memory_use_begin();
-    /* Memory freed between submission and now is a fault of the queued work,
-     * reported at the next synchronisation. */
-    if (job->dst_device)
-        status = ctbc_check_device_range(job->api, "dst", job->dst, job->count, ACL_ERROR_RT_INTERNAL_ERROR);
-    if (status == ACL_SUCCESS && job->src_device)
-        status = ctbc_check_device_range(job->api, "src", job->src, job->count, ACL_ERROR_RT_INTERNAL_ERROR);
-    if (status == ACL_SUCCESS && job->fill)
-        memset(job->dst, job->value, job->count);
-    else if (status == ACL_SUCCESS)
-        memmove(job->dst, job->src, job->count);
-    ctbc_memory_use_end();
-    return status;
-}
-
-static const char *const KIND_NAMES[] = {"ACL_MEMCPY_HOST_TO_HOST", "ACL_MEMCPY_HOST_TO_DEVICE",
-                                         "ACL_MEMCPY_DEVICE_TO_HOST", "ACL_MEMCPY_DEVICE_TO_DEVICE",
-                                         "ACL_MEMCPY_DEFAULT"};
-
-/* The checks every copy makes before it runs or is queued. */
-static aclError check_copy(const char *api, void *dst, size_t destMax, const void *src, size_t count,
-                           aclrtMemcpyKind kind)
+static aclError release_host(const char *api, void *address)
 {
     CTBC_RETURN_IF_FAILED(ctbc_require_init(api));
-    if ((int)kind < ACL_MEMCPY_HOST_TO_HOST || (int)kind > ACL_MEMCPY_DEFAULT)
+    if (!address || !ctbc_registry_remove(&host_blocks, address))
         return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
-                         "kind %d is invalid: expected an aclrtMemcpyKind from 0 to 4", (int)kind);
-    if (count > destMax)
-        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api, "count %zu is larger than destMax %zu",
-                         count, destMax);
-    if (count > 0 && (!dst || !src))
-        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api, "dst and src must not be NULL");
-    if (count == 0 || kind == ACL_MEMCPY_DEFAULT)
+                         "%p was not returned by aclrtMallocHost (or aclrtMallocHostWithCfg), or was already freed",
+                         address);
+    free(address);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtFreeHost(void *hostPtr) { return release_host("aclrtFreeHost", hostPtr); }
+
+/* The "WithDevSync" frees wait for the device first. A failure of queued
+ * work that the wait finds is reported here (it is not reported again by
+ * the next synchronisation), after the memory is freed. */
+static aclError synchronize_before_free(const char *api)
+{
+    if (!ctbc_current_context())
+        return ACL_SUCCESS; /* no device on this thread: nothing queued to wait for */
+    aclError status = aclrtSynchronizeDevice();
+    if (status == ACL_SUCCESS)
         return ACL_SUCCESS;
-    bool dst_device = kind == ACL_MEMCPY_HOST_TO_DEVICE || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
-    bool src_device = kind == ACL_MEMCPY_DEVICE_TO_HOST || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
-    char what[64];
-    snprintf(what, sizeof what, "dst of %s", KIND_NAMES[kind]);
-    CTBC_RETURN_IF_FAILED(dst_device ? ctbc_check_device_range(api, what, dst, count, ACL_ERROR_RT_PARAM_INVALID)
-                                     : check_host_range(api, what, dst, count));
-    snprintf(what, sizeof what, "src of %s", KIND_NAMES[kind]);
-    return src_device ? ctbc_check_device_range(api, what, src, count, ACL_ERROR_RT_PARAM_INVALID)
-                      : check_host_range(api, what, src, count);
+    const char *why = aclGetRecentErrMsg();
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", why ? why : "(no message)");
+    return ctbc_fail(status, CTBC_EE_RUNTIME, api, "the device synchronisation before the free failed: %s", copy);
 }
 
-static aclError check_fill(const char *api, void *devPtr, size_t maxCount, size_t count)
+aclError aclrtFreeWithDevSync(void *devPtr)
 {
-    CTBC_RETURN_IF_FAILED(ctbc_require_init(api));
-    if (count > 0 && !devPtr)
-        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api, "devPtr must not be NULL");
-    if (count > maxCount)
-        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api, "count %zu is larger than maxCount %zu",
-                         count, maxCount);
-    return ctbc_check_device_range(api, "devPtr", devPtr, count, ACL_ERROR_RT_PARAM_INVALID);
+    CTBC_RETURN_IF_FAILED(ctbc_require_init("aclrtFreeWithDevSync"));
+    if (!devPtr)
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, "aclrtFreeWithDevSync", "devPtr must not be NULL");
+    aclError synced = synchronize_before_free("aclrtFreeWithDevSync");
+    CTBC_RETURN_IF_FAILED(release_device("aclrtFreeWithDevSync", devPtr));
+    return synced;
 }
 
-/* A copy that runs now was checked a moment ago; a queued one checks its
- * device sides again when it runs. */
-static transfer copy_job(const char *api, void *dst, const void *src, size_t count, aclrtMemcpyKind kind,
-                         bool queued)
+aclError aclrtFreeHostWithDevSync(void *hostPtr)
 {
-    return (transfer){api, dst, src, count, 0, false,
-                      queued && (kind == ACL_MEMCPY_HOST_TO_DEVICE || kind == ACL_MEMCPY_DEVICE_TO_DEVICE),
-                      queued && (kind == ACL_MEMCPY_DEVICE_TO_HOST || kind == ACL_MEMCPY_DEVICE_TO_DEVICE)};
+    CTBC_RETURN_IF_FAILED(ctbc_require_init("aclrtFreeHostWithDevSync"));
+    if (!hostPtr)
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, "aclrtFreeHostWithDevSync",
+                         "hostPtr must not be NULL");
+    aclError synced = synchronize_before_free("aclrtFreeHostWithDevSync");
+    CTBC_RETURN_IF_FAILED(release_host("aclrtFreeHostWithDevSync", hostPtr));
+    return synced;
 }
 
-aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind)
+/* ---- queries --------------------------------------------------------------------------- */
+
+aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *freeBytes, size_t *totalBytes)
 {
-    CTBC_RETURN_IF_FAILED(check_copy("aclrtMemcpy", dst, destMax, src, count, kind));
-    transfer job = copy_job("aclrtMemcpy", dst, src, count, kind, false);
-    return run_transfer(&job);
+    ctbc_context *ctx;
+    CTBC_RETURN_IF_FAILED(ctbc_require_context("aclrtGetMemInfo", &ctx));
+    if (!freeBytes || !totalBytes)
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, "aclrtGetMemInfo",
+                         "%s must not be NULL", freeBytes ? "total" : "free");
+    if ((int)attr < ACL_DDR_MEM || (int)attr > ACL_MEM_P2P_HUGE1G)
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, "aclrtGetMemInfo",
+                         "attr %d is not an aclrtMemAttr (0 to %d)", (int)attr, (int)ACL_MEM_P2P_HUGE1G);
+    /* Every emulated SoC has HBM and no device DDR: the DDR kinds are
+     * memory this hardware does not have, which CANN reports as 0 and 0. */
+    bool ddr = attr == ACL_DDR_MEM || attr == ACL_DDR_MEM_HUGE || attr == ACL_DDR_MEM_NORMAL ||
+               attr == ACL_DDR_MEM_P2P_HUGE || attr == ACL_DDR_MEM_P2P_NORMAL;
+    pthread_mutex_lock(&blocks.lock);
+    *freeBytes = ddr ? 0 : free_bytes();
+    *totalBytes = ddr ? 0 : (size_t)ctbc_soc()->memory_bytes;
+    pthread_mutex_unlock(&blocks.lock);
+    return ACL_SUCCESS;
 }
 
-aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind,
-                          aclrtStream stream)
+aclError aclrtPointerGetAttributes(const void *ptr, aclrtPtrAttributes *attributes)
 {
-    CTBC_RETURN_IF_FAILED(check_copy("aclrtMemcpyAsync", dst, destMax, src, count, kind));
-    CTBC_RETURN_IF_FAILED(ctbc_check_stream("aclrtMemcpyAsync", stream));
-    transfer job = copy_job("aclrtMemcpyAsync", dst, src, count, kind, true);
-    return ctbc_stream_submit("aclrtMemcpyAsync", stream, run_transfer, &job, sizeof job);
-}
-
-aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count)
-{
-    CTBC_RETURN_IF_FAILED(check_fill("aclrtMemset", devPtr, maxCount, count));
-    transfer job = {"aclrtMemset", devPtr, NULL, count, value, true, false, false};
-    return run_transfer(&job);
-}
-
-aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count, aclrtStream stream)
-{
-    CTBC_RETURN_IF_FAILED(check_fill("aclrtMemsetAsync", devPtr, maxCount, count));
-    CTBC_RETURN_IF_FAILED(ctbc_check_stream("aclrtMemsetAsync", stream));
-    transfer job = {"aclrtMemsetAsync", devPtr, NULL, count, value, true, true, false};
-    return ctbc_stream_submit("aclrtMemsetAsync", stream, run_transfer, &job, sizeof job);
+    CTBC_RETURN_IF_FAILED(ctbc_require_init("aclrtPointerGetAttributes"));
+    if (!ptr || !attributes)
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, "aclrtPointerGetAttributes",
+                         "%s must not be NULL", ptr ? "attributes" : "ptr");
+    memset(attributes, 0, sizeof *attributes);
+    located b;
+    if (lookup_live(ptr, &b) && (size_t)((const char *)ptr - b.device) < b.size) {
+        attributes->location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+        attributes->location.id = 0;
+        attributes->pageSize = b.page_size;
+        return ACL_SUCCESS;
+    }
+    long page = sysconf(_SC_PAGESIZE);
+    attributes->location.type =
+        ctbc_is_acl_host_memory(ptr, 1) ? ACL_MEM_LOCATION_TYPE_HOST : ACL_MEM_LOCATION_TYPE_UNREGISTERED;
+    attributes->pageSize = page > 0 ? (uint32_t)page : NORMAL_PAGE;
+    return ACL_SUCCESS;
 }

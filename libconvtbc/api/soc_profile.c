@@ -8,12 +8,19 @@
 #include "api/errors.h"
 #include "convtbc/convtbc_ext.h"
 
+#define GIB(n) ((uint64_t)(n) << 30)
+
+/* Memory sizes are the published HBM capacity of one device: 64 GB for
+ * Ascend910B1-B3 and 32 GB for B4 (Atlas A2), 64 GB per device (die) for the
+ * Atlas A3 Ascend910_93xx, 32 GB HBM2 for the first training series
+ * (Ascend910A/ProA), 128 GB for Ascend950 (the 950PR's HBM). aclrtGetMemInfo
+ * reports them as the total. */
 static const ctbc_soc_profile PROFILES[] = {
-    {"Ascend910B1", CTBC_SOC_ATLAS_A2},    {"Ascend910B2", CTBC_SOC_ATLAS_A2},
-    {"Ascend910B3", CTBC_SOC_ATLAS_A2},    {"Ascend910B4", CTBC_SOC_ATLAS_A2},
-    {"Ascend910_9391", CTBC_SOC_ATLAS_A3}, {"Ascend910_9392", CTBC_SOC_ATLAS_A3},
-    {"Ascend910A", CTBC_SOC_TRAINING},     {"Ascend910ProA", CTBC_SOC_TRAINING},
-    {"Ascend950", CTBC_SOC_ASCEND950},
+    {"Ascend910B1", CTBC_SOC_ATLAS_A2, GIB(64)},    {"Ascend910B2", CTBC_SOC_ATLAS_A2, GIB(64)},
+    {"Ascend910B3", CTBC_SOC_ATLAS_A2, GIB(64)},    {"Ascend910B4", CTBC_SOC_ATLAS_A2, GIB(32)},
+    {"Ascend910_9391", CTBC_SOC_ATLAS_A3, GIB(64)}, {"Ascend910_9392", CTBC_SOC_ATLAS_A3, GIB(64)},
+    {"Ascend910A", CTBC_SOC_TRAINING, GIB(32)},     {"Ascend910ProA", CTBC_SOC_TRAINING, GIB(32)},
+    {"Ascend950", CTBC_SOC_ASCEND950, GIB(128)},
 };
 
 static const ctbc_soc_profile *chosen = &PROFILES[0];

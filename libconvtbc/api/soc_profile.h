@@ -20,6 +20,7 @@ typedef enum {
 typedef struct {
     const char *name;
     ctbc_soc_family family;
+    uint64_t memory_bytes; /* device memory (HBM) per device, as published */
 } ctbc_soc_profile;
 
 const ctbc_soc_profile *ctbc_soc(void);

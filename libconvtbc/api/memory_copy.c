@@ -1,0 +1,273 @@
+/*
+ * Copies and fills: aclrtMemcpy, aclrtMemcpy2d, aclrtMemset and their Async
+ * twins, and the cache calls aclrtMemFlush / aclrtMemInvalidate (nothing to
+ * do on the host). Each checks its arguments in CANN's order and, in checked
+ * mode, that every side its kind calls device memory lies inside a live
+ * block and every side it calls host memory does not; then the work runs
+ * now, or queued on a stream, through the blocks' read-write views.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "acl/acl_rt.h"
+#include "api/errors.h"
+#include "api/memory.h"
+#include "api/runtime.h"
+#include "api/soc_profile.h"
+#include "api/streams.h"
+
+/* Rows of `width` bytes, `height` of them (1 for a plain copy or fill), each
+ * side stepping by its pitch. */
+typedef struct {
+    const char *api;
+    char *dst;
+    const char *src;
+    size_t width, height, dpitch, spitch;
+    int value;
+    bool fill;
+    bool dst_device, src_device; /* the sides that must be live device memory */
+    int status;                  /* what a side freed meanwhile fails with */
+} transfer;
+
+/* Bytes from the first row's start to the last row's end; the checks made
+ * sure it does not overflow. */
+static size_t extent(size_t width, size_t height, size_t pitch) { return (height - 1) * pitch + width; }
+
+/* Where the library reaches one side: device sides are checked again (the
+ * memory may have been freed since the call, if the work was queued) and
+ * give their block's view; host sides are used as they are, unless they
+ * are device memory after all (ACL_MEMCPY_DEFAULT, or checking off). */
+static aclError reach(const transfer *job, const char *what, const void *address, size_t bytes, bool device,
+                      void **view)
+{
+    if (device)
+        return ctbc_use_device_range(job->api, what, address, bytes, job->status, view);
+    *view = ctbc_device_view(address);
+    return ACL_SUCCESS;
+}
+
+static aclError run_transfer(void *payload)
+{
+    const transfer *job = payload;
+    void *dst = NULL, *src = NULL;
+    ctbc_memory_use_begin();
+    aclError status = reach(job, "dst", job->dst, extent(job->width, job->height, job->dpitch), job->dst_device, &dst);
+    if (status == ACL_SUCCESS && !job->fill)
+        status = reach(job, "src", job->src, extent(job->width, job->height, job->spitch), job->src_device, &src);
+    for (size_t row = 0; status == ACL_SUCCESS && row < job->height; row++) {
+        char *to = (char *)dst + row * job->dpitch;
+        if (job->fill)
+            memset(to, job->value, job->width);
+        else
+            memmove(to, (const char *)src + row * job->spitch, job->width);
+    }
+    ctbc_memory_use_end();
+    return status;
+}
+
+static const char *const KIND_NAMES[] = {"ACL_MEMCPY_HOST_TO_HOST", "ACL_MEMCPY_HOST_TO_DEVICE",
+                                         "ACL_MEMCPY_DEVICE_TO_HOST", "ACL_MEMCPY_DEVICE_TO_DEVICE",
+                                         "ACL_MEMCPY_DEFAULT"};
+
+/* Which sides are device memory: as the kind says, or for
+ * ACL_MEMCPY_DEFAULT as the addresses say (CANN decides by address). */
+static void sides_of(aclrtMemcpyKind kind, const void *dst, const void *src, bool *dst_device, bool *src_device)
+{
+    if (kind == ACL_MEMCPY_DEFAULT) {
+        *dst_device = ctbc_is_device_memory(dst, 1);
+        *src_device = ctbc_is_device_memory(src, 1);
+    } else {
+        *dst_device = kind == ACL_MEMCPY_HOST_TO_DEVICE || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
+        *src_device = kind == ACL_MEMCPY_DEVICE_TO_HOST || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
+    }
+}
+
+/* Each side against what the kind says it is. */
+static aclError check_sides(const char *api, aclrtMemcpyKind kind, const void *dst, size_t dst_bytes,
+                            const void *src, size_t src_bytes)
+{
+    bool dst_device, src_device;
+    sides_of(kind, dst, src, &dst_device, &src_device);
+    char what[64];
+    snprintf(what, sizeof what, "dst of %s", KIND_NAMES[kind]);
+    CTBC_RETURN_IF_FAILED(dst_device
+                              ? ctbc_check_device_range(api, what, dst, dst_bytes, ACL_ERROR_RT_PARAM_INVALID)
+                              : ctbc_check_host_range(api, what, dst, dst_bytes, ACL_ERROR_RT_PARAM_INVALID));
+    snprintf(what, sizeof what, "src of %s", KIND_NAMES[kind]);
+    return src_device ? ctbc_check_device_range(api, what, src, src_bytes, ACL_ERROR_RT_PARAM_INVALID)
+                      : ctbc_check_host_range(api, what, src, src_bytes, ACL_ERROR_RT_PARAM_INVALID);
+}
+
+static transfer copy_job(const char *api, void *dst, const void *src, size_t width, size_t height, size_t dpitch,
+                         size_t spitch, aclrtMemcpyKind kind, bool queued)
+{
+    transfer job = {api, dst, src, width, height, dpitch, spitch, 0, false, false, false,
+                    queued ? ACL_ERROR_RT_INTERNAL_ERROR : ACL_ERROR_RT_PARAM_INVALID};
+    sides_of(kind, dst, src, &job.dst_device, &job.src_device);
+    return job;
+}
+
+/* ---- one-dimensional copies ------------------------------------------------------ */
+
+/* The checks every copy makes before it runs or is queued. */
+static aclError check_copy(const char *api, void *dst, size_t destMax, const void *src, size_t count,
+                           aclrtMemcpyKind kind)
+{
+    CTBC_RETURN_IF_FAILED(ctbc_require_init(api));
+    if ((int)kind < ACL_MEMCPY_HOST_TO_HOST || (int)kind > ACL_MEMCPY_DEFAULT)
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
+                         "kind %d is invalid: expected an aclrtMemcpyKind from 0 to 4", (int)kind);
+    if (count > destMax)
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api, "count %zu is larger than destMax %zu",
+                         count, destMax);
+    if (count > 0 && (!dst || !src))
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api, "dst and src must not be NULL");
+    if (count == 0)
+        return ACL_SUCCESS;
+    return check_sides(api, kind, dst, count, src, count);
+}
+
+aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind)
+{
+    CTBC_RETURN_IF_FAILED(check_copy("aclrtMemcpy", dst, destMax, src, count, kind));
+    if (count == 0)
+        return ACL_SUCCESS;
+    transfer job = copy_job("aclrtMemcpy", dst, src, count, 1, count, count, kind, false);
+    return run_transfer(&job);
+}
+
+aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind,
+                          aclrtStream stream)
+{
+    CTBC_RETURN_IF_FAILED(check_copy("aclrtMemcpyAsync", dst, destMax, src, count, kind));
+    CTBC_RETURN_IF_FAILED(ctbc_check_stream("aclrtMemcpyAsync", stream));
+    if (count == 0)
+        return ACL_SUCCESS;
+    transfer job = copy_job("aclrtMemcpyAsync", dst, src, count, 1, count, count, kind, true);
+    return ctbc_stream_submit("aclrtMemcpyAsync", stream, run_transfer, &job, sizeof job);
+}
+
+/* ---- two-dimensional copies ------------------------------------------------------ */
+
+/* CANN's documented limits for 2-D copies. */
+static const size_t MAX_WIDTH_2D = 5000000, MAX_HEIGHT_2D = (size_t)5 << 20;
+
+static bool kind_copies_2d(aclrtMemcpyKind kind)
+{
+    /* Device-to-device 2-D copies exist on Atlas A2, A3 and Ascend950 only. */
+    return kind == ACL_MEMCPY_HOST_TO_DEVICE || kind == ACL_MEMCPY_DEVICE_TO_HOST ||
+           (kind == ACL_MEMCPY_DEVICE_TO_DEVICE && ctbc_soc()->family != CTBC_SOC_TRAINING);
+}
+
+static aclError check_copy_2d(const char *api, void *dst, size_t dpitch, const void *src, size_t spitch,
+                              size_t width, size_t height, aclrtMemcpyKind kind)
+{
+    CTBC_RETURN_IF_FAILED(ctbc_require_init(api));
+    if (width == 0 || height == 0)
+        return ACL_SUCCESS; /* nothing to copy, as in CANN: no further checks */
+    if (!dst || !src)
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api, "dst and src must not be NULL");
+    if (width > spitch || width > dpitch)
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
+                         "width %zu must not exceed spitch %zu and dpitch %zu", width, spitch, dpitch);
+    if (!kind_copies_2d(kind))
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
+                         "kind %d is invalid: a 2-D copy takes ACL_MEMCPY_HOST_TO_DEVICE (1), "
+                         "ACL_MEMCPY_DEVICE_TO_HOST (2)%s",
+                         (int)kind,
+                         ctbc_soc()->family != CTBC_SOC_TRAINING ? " or ACL_MEMCPY_DEVICE_TO_DEVICE (3)"
+                                                                 : " (not ACL_MEMCPY_DEVICE_TO_DEVICE on this SoC)");
+    if (width > MAX_WIDTH_2D || height > MAX_HEIGHT_2D)
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
+                         "width %zu and height %zu must be at most %zu and %zu", width, height, MAX_WIDTH_2D,
+                         MAX_HEIGHT_2D);
+    size_t dst_bytes, src_bytes;
+    if (__builtin_mul_overflow(height - 1, dpitch, &dst_bytes) || __builtin_add_overflow(dst_bytes, width, &dst_bytes) ||
+        __builtin_mul_overflow(height - 1, spitch, &src_bytes) || __builtin_add_overflow(src_bytes, width, &src_bytes))
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
+                         "height %zu rows at pitches %zu (dst) and %zu (src) do not fit in the address space", height,
+                         dpitch, spitch);
+    return check_sides(api, kind, dst, dst_bytes, src, src_bytes);
+}
+
+aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
+                       aclrtMemcpyKind kind)
+{
+    CTBC_RETURN_IF_FAILED(check_copy_2d("aclrtMemcpy2d", dst, dpitch, src, spitch, width, height, kind));
+    if (width == 0 || height == 0)
+        return ACL_SUCCESS;
+    transfer job = copy_job("aclrtMemcpy2d", dst, src, width, height, dpitch, spitch, kind, false);
+    return run_transfer(&job);
+}
+
+aclError aclrtMemcpy2dAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
+                            aclrtMemcpyKind kind, aclrtStream stream)
+{
+    CTBC_RETURN_IF_FAILED(check_copy_2d("aclrtMemcpy2dAsync", dst, dpitch, src, spitch, width, height, kind));
+    CTBC_RETURN_IF_FAILED(ctbc_check_stream("aclrtMemcpy2dAsync", stream));
+    if (width == 0 || height == 0)
+        return ACL_SUCCESS;
+    transfer job = copy_job("aclrtMemcpy2dAsync", dst, src, width, height, dpitch, spitch, kind, true);
+    return ctbc_stream_submit("aclrtMemcpy2dAsync", stream, run_transfer, &job, sizeof job);
+}
+
+/* ---- fills ------------------------------------------------------------------------- */
+
+/* CANN fills device memory, or host memory from aclrtMallocHost. */
+static aclError check_fill(const char *api, void *devPtr, size_t maxCount, size_t count)
+{
+    CTBC_RETURN_IF_FAILED(ctbc_require_init(api));
+    if (count > 0 && !devPtr)
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api, "devPtr must not be NULL");
+    if (count > maxCount)
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api, "count %zu is larger than maxCount %zu",
+                         count, maxCount);
+    if (count > 0 && ctbc_is_acl_host_memory(devPtr, count))
+        return ACL_SUCCESS;
+    return ctbc_check_device_range(api, "devPtr", devPtr, count, ACL_ERROR_RT_PARAM_INVALID);
+}
+
+static transfer fill_job(const char *api, void *devPtr, int32_t value, size_t count, bool queued)
+{
+    bool device = !ctbc_is_acl_host_memory(devPtr, count);
+    return (transfer){api, devPtr, NULL, count, 1, count, 0, value, true, device, false,
+                      queued ? ACL_ERROR_RT_INTERNAL_ERROR : ACL_ERROR_RT_PARAM_INVALID};
+}
+
+aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count)
+{
+    CTBC_RETURN_IF_FAILED(check_fill("aclrtMemset", devPtr, maxCount, count));
+    if (count == 0)
+        return ACL_SUCCESS;
+    transfer job = fill_job("aclrtMemset", devPtr, value, count, false);
+    return run_transfer(&job);
+}
+
+aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count, aclrtStream stream)
+{
+    CTBC_RETURN_IF_FAILED(check_fill("aclrtMemsetAsync", devPtr, maxCount, count));
+    CTBC_RETURN_IF_FAILED(ctbc_check_stream("aclrtMemsetAsync", stream));
+    if (count == 0)
+        return ACL_SUCCESS;
+    transfer job = fill_job("aclrtMemsetAsync", devPtr, value, count, true);
+    return ctbc_stream_submit("aclrtMemsetAsync", stream, run_transfer, &job, sizeof job);
+}
+
+/* ---- caches ------------------------------------------------------------------------ */
+
+/* Host and device share one coherent memory here: after CANN's checks
+ * there is nothing to flush or invalidate. */
+static aclError cache_call(const char *api, void *devPtr, size_t size)
+{
+    CTBC_RETURN_IF_FAILED(ctbc_require_init(api));
+    if (!devPtr)
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api, "devPtr must not be NULL");
+    if (size == 0)
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api, "size must be > 0");
+    return ctbc_check_device_range(api, "devPtr", devPtr, size, ACL_ERROR_RT_PARAM_INVALID);
+}
+
+aclError aclrtMemFlush(void *devPtr, size_t size) { return cache_call("aclrtMemFlush", devPtr, size); }
+
+aclError aclrtMemInvalidate(void *devPtr, size_t size) { return cache_call("aclrtMemInvalidate", devPtr, size); }
