@@ -24,7 +24,7 @@
 /* Everything a program can set here, behind one lock. */
 static pthread_mutex_t settings_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static const ctbc_soc_hardware *hardware(void) { return ctbc_soc_hardware_of(ctbc_soc()); }
+static const ctbc_soc_hardware *hardware(void) { return (&ctbc_soc()->hw); }
 
 /* The Atlas A2/A3 and Ascend950 families share CANN's newer device
  * features (stack and printf limits); the training series does not. */
@@ -484,7 +484,7 @@ aclError aclrtGetDeviceResLimit(int32_t deviceId, aclrtDevResLimitType type, uin
     static const char API[] = "aclrtGetDeviceResLimit";
     REQUIRE_ARG(API, value, "value must not be NULL");
     CTBC_RETURN_IF_FAILED(ctbc_check_device(API, deviceId));
-    uint32_t cores;
+    uint32_t cores = 0;
     CTBC_RETURN_IF_FAILED(res_hardware(API, type, &cores));
     *value = res_current(type, cores);
     return ACL_SUCCESS;
@@ -494,7 +494,7 @@ aclError aclrtSetDeviceResLimit(int32_t deviceId, aclrtDevResLimitType type, uin
 {
     static const char API[] = "aclrtSetDeviceResLimit";
     CTBC_RETURN_IF_FAILED(ctbc_check_device(API, deviceId));
-    uint32_t cores;
+    uint32_t cores = 0;
     CTBC_RETURN_IF_FAILED(res_hardware(API, type, &cores));
     if (value == 0 || value > cores)
         return ctbc_fail(ACL_ERROR_RT_PARAM_INVALID, CTBC_EE_RUNTIME, API,
@@ -519,7 +519,7 @@ aclError aclrtGetResInCurrentThread(aclrtDevResLimitType type, uint32_t *value)
 {
     static const char API[] = "aclrtGetResInCurrentThread";
     REQUIRE_ARG(API, value, "value must not be NULL");
-    uint32_t cores;
+    uint32_t cores = 0;
     CTBC_RETURN_IF_FAILED(res_hardware(API, type, &cores));
     /* Stream-level limits (aclrtSetStreamResLimit with
      * aclrtUseStreamResInCurrentThread) would come first; without them the

@@ -347,7 +347,7 @@ static bool charge_for(size_t size, bool padded, uint32_t page_size, size_t *cha
 
 static size_t free_bytes(void)
 {
-    uint64_t total = ctbc_soc()->memory_bytes;
+    uint64_t total = ctbc_soc()->hw.memory_bytes;
     return total > blocks.charged ? (size_t)(total - blocks.charged) : 0;
 }
 
@@ -421,7 +421,7 @@ static aclError allocate_device(const char *api, void **out, size_t size, aclrtM
         return ctbc_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, CTBC_EE_RUNTIME, api,
                          "out of device memory: %zu bytes asked for (%zu as the device counts them), %zu of %llu "
                          "bytes free on %s",
-                         size, b.charge, available, (unsigned long long)ctbc_soc()->memory_bytes, ctbc_soc()->name);
+                         size, b.charge, available, (unsigned long long)ctbc_soc()->hw.memory_bytes, ctbc_soc()->name);
 
     if (map && ctbc_pages_map(size, api, guarded, &b.pages)) {
         b.device = b.pages.device;
@@ -676,7 +676,7 @@ aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *freeBytes, size_t *totalByte
                attr == ACL_DDR_MEM_P2P_HUGE || attr == ACL_DDR_MEM_P2P_NORMAL;
     pthread_mutex_lock(&blocks.lock);
     *freeBytes = ddr ? 0 : free_bytes();
-    *totalBytes = ddr ? 0 : (size_t)ctbc_soc()->memory_bytes;
+    *totalBytes = ddr ? 0 : (size_t)ctbc_soc()->hw.memory_bytes;
     pthread_mutex_unlock(&blocks.lock);
     return ACL_SUCCESS;
 }

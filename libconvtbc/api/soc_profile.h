@@ -17,23 +17,24 @@ typedef enum {
     CTBC_SOC_ASCEND950       /* output dtypes must equal their inputs' */
 } ctbc_soc_family;
 
-typedef struct {
-    const char *name;
-    ctbc_soc_family family;
-    uint64_t memory_bytes; /* device memory (HBM) per device, as published */
-} ctbc_soc_profile;
-
-const ctbc_soc_profile *ctbc_soc(void);
-
-/* What the device queries report for a SoC: the [SoCInfo] figures of
- * CANN's platform_config/<SoC>.ini. */
+/* What the device queries and aclrtGetMemInfo report for a SoC: the
+ * [SoCInfo] figures of CANN's platform_config/<SoC>.ini. */
 typedef struct {
     int64_t ai_cores, cube_cores, vector_cores, ai_cpus;
-    int64_t memory_bytes, l2_bytes, ub_bytes;
+    int64_t memory_bytes; /* device memory (HBM) per device */
+    int64_t l2_bytes, ub_bytes;
     int64_t npu_arch;
     bool bf16; /* support_bf16 */
 } ctbc_soc_hardware;
 
-const ctbc_soc_hardware *ctbc_soc_hardware_of(const ctbc_soc_profile *profile);
+typedef struct {
+    const char *name;
+    ctbc_soc_family family;
+    ctbc_soc_hardware hw;
+} ctbc_soc_profile;
+
+const ctbc_soc_profile *ctbc_soc(void);
+
+
 
 #endif /* CONVTBC_API_SOC_PROFILE_H */
