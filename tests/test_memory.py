@@ -280,6 +280,27 @@ print("ok")
 """)
 
 
+def test_memset_d32_writes_words():
+    # aclrtMemsetD32(ptr, memSize, value, N): N 32-bit words; 0x3F800000 is 1.0f.
+    run(f"""
+dev = malloc(64)
+eq(lib.aclrtMemset(dev, 64, 0, 64), 0, "clear")
+eq(lib.aclrtMemsetD32(dev, 64, 0x3F800000, 10), 0, "aclrtMemsetD32")
+words = download(dev, 64).view(np.float32)
+assert (words[:10] == 1.0).all() and (words[10:] == 0).all(), words
+eq(lib.aclrtMemsetD32(dev, 36, 7, 10), {ACL_ERROR_INVALID_PARAM}, "40 bytes into memSize 36")
+eq(lib.aclrtMemsetD32(dev, 2**64 - 1, 7, 2**62), {ACL_ERROR_INVALID_PARAM}, "N * 4 overflows")
+eq(lib.aclrtMemsetD32(dev, 128, 7, 32), {ACL_ERROR_RT_PARAM_INVALID}, "past the allocation")
+assert (download(dev, 64).view(np.float32)[:10] == 1.0).all(), "a refused fill wrote"
+stream = ffi.new("aclrtStream *")
+eq(lib.aclrtCreateStream(stream), 0, "stream")
+eq(lib.aclrtMemsetD32Async(dev, 64, 0xFFFFFFFF, 16, stream[0]), 0, "aclrtMemsetD32Async")
+eq(lib.aclrtSynchronizeStream(stream[0]), 0, "sync")
+assert (download(dev, 64) == 0xFF).all()
+print("ok")
+""")
+
+
 # ---- aclrtGetMemInfo -------------------------------------------------------------------------
 
 

@@ -24,8 +24,8 @@ typedef struct {
     char *dst;
     const char *src;
     size_t width, height, dpitch, spitch;
-    int value;
-    bool fill;
+    uint32_t value; /* a fill's byte, or its 32-bit word when fill_word */
+    bool fill, fill_word;
     bool dst_device, src_device; /* the sides that must be live device memory */
     int status;                  /* what a side freed meanwhile fails with */
 } transfer;
@@ -57,8 +57,11 @@ static aclError run_transfer(void *payload)
         status = reach(job, "src", job->src, extent(job->width, job->height, job->spitch), job->src_device, &src);
     for (size_t row = 0; status == ACL_SUCCESS && row < job->height; row++) {
         char *to = (char *)dst + row * job->dpitch;
-        if (job->fill)
-            memset(to, job->value, job->width);
+        if (job->fill && job->fill_word)
+            for (size_t at = 0; at < job->width; at += sizeof job->value)
+                memcpy(to + at, &job->value, sizeof job->value);
+        else if (job->fill)
+            memset(to, (int)job->value, job->width);
         else
             memmove(to, (const char *)src + row * job->spitch, job->width);
     }
@@ -102,8 +105,8 @@ static aclError check_sides(const char *api, aclrtMemcpyKind kind, const void *d
 static transfer copy_job(const char *api, void *dst, const void *src, size_t width, size_t height, size_t dpitch,
                          size_t spitch, aclrtMemcpyKind kind, bool queued)
 {
-    transfer job = {api, dst, src, width, height, dpitch, spitch, 0, false, false, false,
-                    queued ? ACL_ERROR_RT_INTERNAL_ERROR : ACL_ERROR_RT_PARAM_INVALID};
+    transfer job = {.api = api, .dst = dst, .src = src, .width = width, .height = height, .dpitch = dpitch,
+                    .spitch = spitch, .status = queued ? ACL_ERROR_RT_INTERNAL_ERROR : ACL_ERROR_RT_PARAM_INVALID};
     sides_of(kind, dst, src, &job.dst_device, &job.src_device);
     return job;
 }
@@ -231,8 +234,9 @@ static aclError check_fill(const char *api, void *devPtr, size_t maxCount, size_
 static transfer fill_job(const char *api, void *devPtr, int32_t value, size_t count, bool queued)
 {
     bool device = !ctbc_is_acl_host_memory(devPtr, count);
-    return (transfer){api, devPtr, NULL, count, 1, count, 0, value, true, device, false,
-                      queued ? ACL_ERROR_RT_INTERNAL_ERROR : ACL_ERROR_RT_PARAM_INVALID};
+    return (transfer){.api = api, .dst = devPtr, .width = count, .height = 1, .dpitch = count,
+                      .value = (uint32_t)value, .fill = true, .dst_device = device,
+                      .status = queued ? ACL_ERROR_RT_INTERNAL_ERROR : ACL_ERROR_RT_PARAM_INVALID};
 }
 
 aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count)
@@ -252,6 +256,35 @@ aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t c
         return ACL_SUCCESS;
     transfer job = fill_job("aclrtMemsetAsync", devPtr, value, count, true);
     return ctbc_stream_submit("aclrtMemsetAsync", stream, run_transfer, &job, sizeof job);
+}
+
+/* aclrtMemsetD32: N 32-bit words of `value` into at most memSize bytes,
+ * checked as aclrtMemset checks its byte count. */
+static aclError fill_words(const char *api, void *ptr, size_t memSize, uint32_t value, size_t N, aclrtStream stream,
+                           bool queued)
+{
+    size_t bytes;
+    if (__builtin_mul_overflow(N, sizeof value, &bytes))
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api, "N %zu words do not fit in a size_t", N);
+    CTBC_RETURN_IF_FAILED(check_fill(api, ptr, memSize, bytes));
+    if (queued)
+        CTBC_RETURN_IF_FAILED(ctbc_check_stream(api, stream));
+    if (bytes == 0)
+        return ACL_SUCCESS;
+    transfer job = fill_job(api, ptr, 0, bytes, queued);
+    job.value = value;
+    job.fill_word = true;
+    return queued ? ctbc_stream_submit(api, stream, run_transfer, &job, sizeof job) : run_transfer(&job);
+}
+
+aclError aclrtMemsetD32(void *ptr, size_t memSize, uint32_t value, size_t N)
+{
+    return fill_words("aclrtMemsetD32", ptr, memSize, value, N, NULL, false);
+}
+
+aclError aclrtMemsetD32Async(void *ptr, size_t memSize, uint32_t value, size_t N, aclrtStream stream)
+{
+    return fill_words("aclrtMemsetD32Async", ptr, memSize, value, N, stream, true);
 }
 
 /* ---- caches ------------------------------------------------------------------------ */

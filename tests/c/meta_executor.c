@@ -24,6 +24,7 @@
 #include <dirent.h>
 #include <ftw.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test_common.h"
@@ -160,22 +161,6 @@ static char config_path[128];
 
 static void remove_all(const char *path) { nftw(path, remove_entry, 8, FTW_DEPTH | FTW_PHYS); }
 
-/* Finalises the runtime and starts it again with `json` as aclInit's
- * config (NULL: no config file), a device and a new stream. */
-static void restart(const char *json)
-{
-    EXPECT_EQ(aclrtDestroyStream(stream), 0, "aclrtDestroyStream");
-    EXPECT_EQ(aclFinalize(), 0, "aclFinalize");
-    if (json) {
-        FILE *f = fopen(config_path, "w");
-        fputs(json, f);
-        fclose(f);
-    }
-    EXPECT_EQ(aclInit(json ? config_path : NULL), 0, "aclInit");
-    EXPECT_EQ(aclrtSetDevice(0), 0, "aclrtSetDevice");
-    EXPECT_EQ(aclrtCreateStream(&stream), 0, "aclrtCreateStream");
-}
-
 static int count_files(void)
 {
     found_file[0] = 0;
@@ -281,11 +266,110 @@ static void check_input_only_dump(const float *bias)
         fclose(f);
 }
 
+
+/* ---- one configuration per process ---- */
+
+enum { CONFIG_CASES = 7 };
+
+/* Runs this program again as `--config-case c DUMP_ROOT`; 0 when the child
+ * passed. */
+static int run_config_case(const char *self, int c)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        char number[16];
+        snprintf(number, sizeof number, "%d", c);
+        execl(self, self, "--config-case", number, dump_root, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void write_config(const char *json)
+{
+    FILE *f = fopen(config_path, "w");
+    fputs(json, f);
+    fclose(f);
+}
+
+/* Case 0: dump_mode "input", the path written with JSON escapes, other
+ * members of all kinds around it: only the input is dumped. Cases 1-5: no
+ * dump (no config file, a config without dump_path, malformed JSON). Case 6:
+ * a dump_path that does not exist, which CANN wants made beforehand. */
+static int config_case(int c)
+{
+    char config_dir[64];
+    snprintf(config_dir, sizeof config_dir, "/tmp/convtbc-conf-XXXXXX");
+    if (!mkdtemp(config_dir))
+        return 1;
+    snprintf(config_path, sizeof config_path, "%s/acl.json", config_dir);
+    char escaped[256], json[1024];
+    size_t e = 0;
+    for (const char *ch = dump_root; *ch && e + 3 < sizeof escaped; ++ch) {
+        if (*ch == '/') escaped[e++] = '\\';
+        escaped[e++] = *ch;
+    }
+    escaped[e] = 0;
+    const char *off[] = {NULL, "{\"dump\": {\"dump_list\": [], \"dump_mode\": \"all\"}}",
+                         "{\"dump\": {\"dump_path\": \"/tmp\"", "{\"dump\": {\"dump_path\": 7}}", "[1, 2"};
+    if (c == 0)
+        snprintf(json, sizeof json,
+                 "{\"n\": -1.5e3, \"list\": [1, [true, false], {\"a\": null}], \"dump\": {\"dump_list\": [],"
+                 " \"dump_path\" : \"%s\", \"dump_mode\": \"input\", \"dump_data\": \"tensor\"}, \"z\": \"\\u00e9\"}",
+                 escaped);
+    else if (c == 6)
+        snprintf(json, sizeof json, "{\"dump\": {\"dump_path\": \"%s/missing/deeper\"}}", dump_root);
+    const char *config = c == 0 || c == 6 ? json : off[c - 1];
+    if (config)
+        write_config(config);
+    EXPECT_EQ(aclInit(config ? config_path : NULL), 0, "aclInit");
+    EXPECT_EQ(aclrtSetDevice(0), 0, "aclrtSetDevice");
+    EXPECT_EQ(aclrtCreateStream(&stream), 0, "aclrtCreateStream");
+
+    float *bias = values(3, 3);
+    void *bias_dev = device_copy_of(bias, shapes[3].elems);
+    void *grad_bias_dev = device_copy_of(NULL, shapes[6].elems);
+    aclTensor *probes[2] = {tensor_on(3, bias_dev), tensor_on(6, grad_bias_dev)};
+    remove_all(dump_root);
+    if (c == 0) {
+        EXPECT_EQ(mkdir(dump_root, 0700), 0, "mkdir dump_root");
+        EXPECT_EQ(aclDumpOpTensors("Op", "in.only", probes, 1, 1, stream), 0, "aclDumpOpTensors, dump_mode input");
+        EXPECT_EQ(aclrtSynchronizeStream(stream), 0, "synchronize, dump_mode input");
+        check_input_only_dump(bias);
+    } else if (c == 6) {
+        EXPECT_EQ(aclDumpOpTensors("T", "n", probes, 1, 1, stream), ACLNN_ERR_INNER, "missing dump_path");
+        EXPECT(message_has("dump_path"), "missing dump_path: no message naming dump_path");
+    } else {
+        EXPECT_EQ(aclDumpOpTensors("T", "n", probes, 1, 1, stream), 0, "aclDumpOpTensors with dump off");
+        EXPECT_EQ(aclrtSynchronizeStream(stream), 0, "synchronize with dump off");
+        EXPECT(access(dump_root, F_OK) != 0, "dump off (config %d): %s was written to", c, dump_root);
+    }
+    aclDestroyTensor(probes[0]);
+    aclDestroyTensor(probes[1]);
+    aclrtFree(bias_dev);
+    aclrtFree(grad_bias_dev);
+    free(bias);
+    EXPECT_EQ(aclrtDestroyStream(stream), 0, "aclrtDestroyStream");
+    EXPECT_EQ(aclrtResetDevice(0), 0, "aclrtResetDevice");
+    EXPECT_EQ(aclFinalize(), 0, "aclFinalize");
+    remove_all(config_dir);
+    remove_all(dump_root);
+    return finish("meta_executor config case");
+}
+
 /* ---- the test ---- */
 
-int main(void)
+int main(int argc, char **argv)
 {
     init_shapes();
+    if (argc == 4 && strcmp(argv[1], "--config-case") == 0) {
+        snprintf(dump_root, sizeof dump_root, "%s", argv[3]);
+        return config_case(atoi(argv[2]));
+    }
+    const char *self = argv[0];
     snprintf(dump_root, sizeof dump_root, "/tmp/convtbc-dump-XXXXXX");
     if (!mkdtemp(dump_root)) {
         perror("mkdtemp");
@@ -448,50 +532,11 @@ int main(void)
     aclDestroyTensor(t[2]);
     aclDestroyTensor(t[3]);
 
-    /* Other configurations: the runtime restarts with each. */
-    float *bias_now = malloc((size_t)CO * 4);
-    read_back(bias_now, dev[3], CO);
-    aclTensor *probes[2] = {tensor_on(3, dev[3]), tensor_on(6, dgb3)};
-
-    /* dump_mode "input", the path written with JSON escapes, other members
-     * of all kinds around it: only the input is dumped */
-    char escaped[256], json[1024];
-    size_t e = 0;
-    for (const char *c = dump_root; *c && e + 3 < sizeof escaped; ++c) {
-        if (*c == '/') escaped[e++] = '\\';
-        escaped[e++] = *c;
-    }
-    escaped[e] = 0;
-    snprintf(json, sizeof json,
-             "{\"n\": -1.5e3, \"list\": [1, [true, false], {\"a\": null}], \"dump\": {\"dump_list\": [],"
-             " \"dump_path\" : \"%s\", \"dump_mode\": \"input\", \"dump_data\": \"tensor\"}, \"z\": \"\\u00e9\"}",
-             escaped);
-    restart(json);
-    remove_all(dump_root);
-    EXPECT_EQ(mkdir(dump_root, 0700), 0, "mkdir dump_root");
-    EXPECT_EQ(aclDumpOpTensors("Op", "in.only", probes, 1, 1, stream), 0, "aclDumpOpTensors, dump_mode input");
-    EXPECT_EQ(aclrtSynchronizeStream(stream), 0, "synchronize, dump_mode input");
-    check_input_only_dump(bias_now);
-
-    /* no dump: aclInit(NULL), a config without dump_path, malformed JSON */
-    const char *off[] = {NULL, "{\"dump\": {\"dump_list\": [], \"dump_mode\": \"all\"}}",
-                         "{\"dump\": {\"dump_path\": \"/tmp\"", "{\"dump\": {\"dump_path\": 7}}", "[1, 2"};
-    for (size_t i = 0; i < sizeof off / sizeof *off; ++i) {
-        restart(off[i]);
-        remove_all(dump_root);
-        EXPECT_EQ(aclDumpOpTensors("T", "n", probes, 1, 1, stream), 0, "aclDumpOpTensors with dump off");
-        EXPECT_EQ(aclrtSynchronizeStream(stream), 0, "synchronize with dump off");
-        EXPECT(access(dump_root, F_OK) != 0, "dump off (config %zu): %s was written to", i, dump_root);
-    }
-
-    /* a dump_path that does not exist: CANN wants it made beforehand */
-    snprintf(json, sizeof json, "{\"dump\": {\"dump_path\": \"%s/missing/deeper\"}}", dump_root);
-    restart(json);
-    EXPECT_EQ(aclDumpOpTensors("T", "n", probes, 1, 1, stream), ACLNN_ERR_INNER, "missing dump_path");
-    EXPECT(message_has("dump_path"), "missing dump_path: no message naming dump_path");
-    aclDestroyTensor(probes[0]);
-    aclDestroyTensor(probes[1]);
-    free(bias_now);
+    /* Other configurations, each in a process of its own: CANN keeps the
+     * first aclInit's configuration for the life of the process and refuses
+     * a different one (100000). */
+    for (int c = 0; c < CONFIG_CASES; ++c)
+        EXPECT(run_config_case(self, c) == 0, "configuration case %d failed", c);
 
     for (int i = 0; i < NT; ++i) {
         aclrtFree(dev[i]);

@@ -10,6 +10,9 @@
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 
+/* aclrtGetVersion and aclsysGetCANNVersion are deprecated in CANN, and still tested here. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
