@@ -69,6 +69,20 @@ static struct {
 static ctbc_registry host_blocks = CTBC_REGISTRY_INIT;
 static ctbc_registry declared_host = CTBC_REGISTRY_INIT;
 
+/* In a fork()ed child: the blocks its parent had, live or quarantined. The
+ * child does not have them (guarded pages are not inherited, and plain ones
+ * belong to the parent's runtime); they are kept only so that a pointer into
+ * one is refused with a message that says so (blocks.lock). */
+typedef struct {
+    uintptr_t start;
+    size_t size, reach;
+} inherited_block;
+
+static struct {
+    inherited_block *items;
+    size_t count;
+} inherited;
+
 /* ---- the two switches ---------------------------------------------------------- */
 
 static int checking = 1;
@@ -179,6 +193,47 @@ static bool lookup_freed_range(const void *address, size_t bytes, device_block *
 
 static bool lookup_freed(const void *address, device_block *found) { return lookup_freed_range(address, 1, found); }
 
+/* The parent's block that `address` lies in, in a fork()ed child. */
+static bool lookup_inherited(const void *address, inherited_block *found)
+{
+    uintptr_t at = (uintptr_t)address;
+    bool hit = false;
+    pthread_mutex_lock(&blocks.lock);
+    for (size_t i = 0; i < inherited.count && !hit; i++) {
+        if (at - inherited.items[i].start < inherited.items[i].reach) {
+            *found = inherited.items[i];
+            hit = true;
+        }
+    }
+    pthread_mutex_unlock(&blocks.lock);
+    return hit;
+}
+
+/* Whether this process has `address` mapped with read access, and write
+ * access too when `written`: the child's own memory, mapped since the fork
+ * where a parent's block was. Read from /proc/self/maps, which tells the
+ * protection too (a reservation made PROT_NONE is not usable memory); only
+ * stale pointers get here, so the cost does not matter. */
+static bool usable_here(const void *address, bool written)
+{
+    FILE *maps = fopen("/proc/self/maps", "re");
+    if (!maps)
+        return false;
+    uintptr_t at = (uintptr_t)address;
+    bool usable = false;
+    char line[512];
+    while (fgets(line, sizeof line, maps)) {
+        unsigned long long start, end;
+        char perms[5];
+        if (sscanf(line, "%llx-%llx %4s", &start, &end, perms) != 3 || at < start || at >= end)
+            continue;
+        usable = perms[0] == 'r' && (!written || perms[1] == 'w');
+        break;
+    }
+    fclose(maps);
+    return usable;
+}
+
 static void *view_of(const located *b, const void *address)
 {
     return b->host + ((const char *)address - b->device);
@@ -202,11 +257,19 @@ bool ctbc_is_device_memory(const void *address, size_t bytes)
     return hit;
 }
 
-bool ctbc_is_device_address(const void *address)
+bool ctbc_is_device_address(const void *address, bool written)
 {
     located live;
     device_block freed;
-    return address && (lookup_live(address, &live) || lookup_freed(address, &freed));
+    inherited_block parents;
+    if (!address)
+        return false;
+    if (lookup_live(address, &live) || lookup_freed(address, &freed))
+        return true;
+    /* A parent's block, whose pages this child does not have: a stale
+     * device pointer, refused as device memory, unless the child has since
+     * mapped memory of its own there that the copy may use. */
+    return lookup_inherited(address, &parents) && !usable_here(address, written);
 }
 
 static bool inside(const void *address, size_t bytes, const void *start, size_t size)
@@ -253,6 +316,13 @@ static int check_range(const char *api, const char *what, const void *address, s
                          "%s: %p is inside the device allocation %p of %zu bytes, which aclrtFree already "
                          "released (use after free)",
                          what, address, (void *)freed.device, freed.size);
+    inherited_block parents;
+    if (lookup_inherited(address, &parents))
+        return ctbc_fail(status, CTBC_EE_RUNTIME, api,
+                         "%s: %p is inside the device allocation %p of %zu bytes that the parent process made "
+                         "before fork(); a child process does not inherit device memory: allocate its own after "
+                         "its own aclInit",
+                         what, address, (void *)parents.start, parents.size);
     return ctbc_fail(status, CTBC_EE_RUNTIME, api,
                      "%s: %p is not device memory; give it memory from aclrtMalloc (host memory reaches the device "
                      "only through aclrtMemcpy)",
@@ -594,6 +664,39 @@ static void quarantine(device_block *b, const char *api)
     blocks.held++;
     blocks.held_bytes += b->size;
     pthread_mutex_unlock(&blocks.lock);
+}
+
+/* The child's memory starts empty: the parent's guarded pages are not
+ * inherited (MADV_DONTFORK) and its plain blocks belong to its runtime, so
+ * every block the parent had, live or quarantined, is only remembered as
+ * the parent's. Its locks are made new: a thread of the parent may have
+ * held one at fork(), and that thread does not exist here. */
+void ctbc_memory_after_fork(void)
+{
+    size_t total = inherited.count + blocks.count + blocks.held;
+    inherited_block *items = total > inherited.count ? realloc(inherited.items, total * sizeof *items) : NULL;
+    if (items) {
+        size_t n = inherited.count;
+        for (size_t i = 0; i < blocks.count + blocks.held; i++) {
+            const device_block *b =
+                i < blocks.count ? &blocks.live[i]
+                                 : &blocks.quarantined[(blocks.first + i - blocks.count) % QUARANTINE_BLOCKS];
+            items[n++] = (inherited_block){(uintptr_t)b->device, b->size, b->reach};
+        }
+        inherited.items = items;
+        inherited.count = n;
+    }
+    free(blocks.live);
+    free(blocks.spans);
+    blocks.live = NULL;
+    blocks.spans = NULL;
+    blocks.count = blocks.capacity = blocks.charged = 0;
+    blocks.first = blocks.held = blocks.held_bytes = 0;
+    pthread_mutex_init(&blocks.lock, NULL);
+    pthread_rwlock_init(&in_use, NULL);
+    ctbc_registry_after_fork(&host_blocks, false);
+    ctbc_registry_after_fork(&declared_host, true);
+    ctbc_pages_after_fork();
 }
 
 void ctbc_memory_shutdown(void)

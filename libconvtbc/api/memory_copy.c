@@ -88,8 +88,8 @@ static sides sides_of(aclrtMemcpyKind kind, const void *dst, const void *src)
 {
     sides are = {false, false};
     if (kind == ACL_MEMCPY_DEFAULT) {
-        are.dst_device = ctbc_is_device_address(dst);
-        are.src_device = ctbc_is_device_address(src);
+        are.dst_device = ctbc_is_device_address(dst, true);
+        are.src_device = ctbc_is_device_address(src, false);
     } else {
         are.dst_device = kind == ACL_MEMCPY_HOST_TO_DEVICE || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
         are.src_device = kind == ACL_MEMCPY_DEVICE_TO_HOST || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
