@@ -177,6 +177,63 @@ print("ok")
 """, env={"CONVTBC_STREAM_DELAY_MS": "200"})
 
 
+# ---- ACL_MEMCPY_DEFAULT ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("guard", ["guarded", "plain"])
+def test_memcpy_default_refuses_what_an_explicit_kind_refuses(guard):
+    """CANN resolves ACL_MEMCPY_DEFAULT by where each pointer lies, so a
+    DEFAULT copy is the copy of the kind its pointers imply, checks included:
+    512 bytes into (or out of) a 16-byte block, into or out of a freed block,
+    past a block's end are refused with the explicit kind's code (107000),
+    by aclrtMemcpy and aclrtMemcpyAsync, and write nothing. Plain blocks
+    (guard off) are heap memory, where a copy that slipped through would
+    write past the block instead of faulting. tests/c/default_copies.c does
+    the same under ASan."""
+    run(f"""
+N = 512
+small, freed = malloc(16), malloc(16)
+eq(lib.aclrtMemset(small, 16, 0x5A, 16), 0, "memset")
+eq(lib.aclrtFree(freed), 0, "aclrtFree")
+host = (np.arange(N) % 251 + 1).astype(np.uint8)
+back = np.full(N, 0xEE, np.uint8)
+past_end = ffi.cast("char *", small) + 16
+for what, dst, src, kind in [
+    ("into a 16-byte block", small, ptr(host), H2D),
+    ("into a freed block", freed, ptr(host), H2D),
+    ("out of a 16-byte block", ptr(back), small, D2H),
+    ("out of a freed block", ptr(back), freed, D2H),
+    ("past a block's end", past_end, ptr(host), H2D),
+    ("host to host into a freed block", freed, ptr(host), H2H),
+]:
+    eq(lib.aclrtMemcpy(dst, N, src, N, kind), {ACL_ERROR_RT_PARAM_INVALID}, f"explicit kind {{kind}}, {{what}}")
+    eq(lib.aclrtMemcpy(dst, N, src, N, DEFAULT), {ACL_ERROR_RT_PARAM_INVALID}, f"DEFAULT, {{what}}")
+    assert "ACL_MEMCPY_DEFAULT" in msg()
+    eq(lib.aclrtMemcpyAsync(dst, N, src, N, DEFAULT, ffi.NULL), {ACL_ERROR_RT_PARAM_INVALID}, f"Async, {{what}}")
+    eq(lib.aclrtSynchronizeStream(ffi.NULL), 0, "nothing was queued")
+    assert (back == 0xEE).all(), what
+assert (download(small, 16) == 0x5A).all(), "a refused copy wrote the block"
+# a 2-D copy takes no DEFAULT (CANN: HOST_TO_DEVICE or DEVICE_TO_HOST)
+eq(lib.aclrtMemcpy2d(small, N, ptr(host), N, N, 1, DEFAULT), {ACL_ERROR_INVALID_PARAM}, "2-D DEFAULT")
+eq(lib.aclrtMemcpy2dAsync(ptr(back), N, freed, N, N, 1, DEFAULT, ffi.NULL), {ACL_ERROR_INVALID_PARAM},
+   "2-D Async DEFAULT")
+eq(lib.aclrtMemcpy2d(freed, 64, ptr(host), 64, 64, 8, H2D), {ACL_ERROR_RT_PARAM_INVALID}, "2-D into a freed block")
+assert (back == 0xEE).all() and (download(small, 16) == 0x5A).all()
+
+# what DEFAULT infers still works: host to host, and every device direction
+other = np.zeros(N, np.uint8)
+eq(lib.aclrtMemcpy(ptr(other), N, ptr(host), N, DEFAULT), 0, "DEFAULT host to host")
+assert np.array_equal(other, host)
+a, b = malloc(N), malloc(N)
+eq(lib.aclrtMemcpy(a, N, ptr(host), N, DEFAULT), 0, "DEFAULT host to device")
+eq(lib.aclrtMemcpyAsync(b, N, a, N, DEFAULT, ffi.NULL), 0, "DEFAULT device to device, queued")
+eq(lib.aclrtSynchronizeStream(ffi.NULL), 0, "synchronize")
+eq(lib.aclrtMemcpy(ptr(back), N, b, N, DEFAULT), 0, "DEFAULT device to host")
+assert np.array_equal(back, host)
+print("ok")
+""", env={"CONVTBC_GUARD_DEVICE_MEMORY": "0"} if guard == "plain" else None)
+
+
 # ---- 2-D copies ------------------------------------------------------------------------
 
 

@@ -168,6 +168,16 @@ void ctbc_callbacks_shutdown(void)
     unlock();
 }
 
+void ctbc_callbacks_after_fork(void)
+{
+    pthread_mutex_init(&callbacks_lock, NULL);
+    init_condition();
+    /* The reports are left where they are: a blocking one lives in the
+     * frame of a worker thread the child does not have. */
+    subscription_count = 0;
+    queue_head = queue_tail = NULL;
+}
+
 /* The stream behind a checked handle; NULL needs a current context. */
 static aclError stream_of(const char *api, aclrtStream handle, ctbc_stream **out)
 {

@@ -315,3 +315,18 @@ void ctbc_pages_unmap(const ctbc_pages *pages)
     munmap(pages->device, pages->mapped);
     munmap(pages->host, pages->mapped);
 }
+
+void ctbc_pages_after_fork(void)
+{
+    size_t count = __atomic_load_n(&chunk_count, __ATOMIC_ACQUIRE);
+    for (size_t c = 0; c < count; c++) {
+        ctbc_fault_record *chunk = chunks[c];
+        for (size_t i = 0; chunk && i < RECORDS_PER_CHUNK; i++) {
+            __atomic_store_n(&chunk[i].base, (uintptr_t)0, __ATOMIC_RELEASE);
+            chunk[i].taken = false;
+        }
+    }
+    next_free = 0;
+    __atomic_store_n(&reporting, 0, __ATOMIC_RELEASE);
+    pthread_mutex_init(&records_lock, NULL);
+}

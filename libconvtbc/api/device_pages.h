@@ -40,4 +40,9 @@ void ctbc_pages_mark_freed(const ctbc_pages *pages, const char *releaser);
 /* Unmaps both addresses and forgets the block. */
 void ctbc_pages_unmap(const ctbc_pages *pages);
 
+/* In a fork()ed child, on its only thread: forgets every block (the child
+ * has none of the parent's pages, and their addresses may be mapped again)
+ * and makes the lock new. */
+void ctbc_pages_after_fork(void);
+
 #endif /* CONVTBC_API_DEVICE_PAGES_H */

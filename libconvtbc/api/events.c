@@ -621,3 +621,12 @@ aclError aclrtGetEventAvailNum(uint32_t *eventCount)
 }
 
 void ctbc_events_shutdown(void) { ctbc_registry_clear(&live_events, release_handle); }
+
+void ctbc_events_after_fork(void)
+{
+    ctbc_registry_after_fork(&live_events, false);
+    live_event_count = 0;
+    pthread_mutex_init(&events_lock, NULL);
+    /* Waiters of the parent's may be counted in it: made new as well. */
+    init_condition();
+}

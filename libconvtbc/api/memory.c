@@ -27,7 +27,7 @@ typedef struct {
     char *device;        /* the address handed out */
     char *host;          /* where the library reads and writes it (== device for a plain block) */
     size_t size;         /* bytes asked for: what the checks allow */
-    size_t reach;        /* bytes addressable from `device`: the pages, or `size` for a plain block */
+    size_t reach;        /* bytes addressable from `device`: the pages, or all of a plain block, padding included */
     size_t charge;       /* bytes it takes from the device's memory */
     uint32_t page_size;  /* the device page size its policy gives */
     bool guarded;        /* the caller's address is inaccessible right now */
@@ -68,6 +68,20 @@ static struct {
 
 static ctbc_registry host_blocks = CTBC_REGISTRY_INIT;
 static ctbc_registry declared_host = CTBC_REGISTRY_INIT;
+
+/* In a fork()ed child: the blocks its parent had, live or quarantined. The
+ * child does not have them (guarded pages are not inherited, and plain ones
+ * belong to the parent's runtime); they are kept only so that a pointer into
+ * one is refused with a message that says so (blocks.lock). */
+typedef struct {
+    uintptr_t start;
+    size_t size, reach;
+} inherited_block;
+
+static struct {
+    inherited_block *items;
+    size_t count;
+} inherited;
 
 /* ---- the two switches ---------------------------------------------------------- */
 
@@ -154,20 +168,70 @@ static bool lookup_live(const void *address, located *found)
     return at >= 0;
 }
 
-static bool lookup_freed(const void *address, device_block *found)
+/* Whether [at, at + bytes) and [start, start + reach) share a byte. */
+static bool overlaps(uintptr_t at, size_t bytes, uintptr_t start, size_t reach)
+{
+    return at < start ? start - at < bytes : at - start < reach;
+}
+
+/* The quarantined block that [address, address + bytes) touches (bytes >= 1). */
+static bool lookup_freed_range(const void *address, size_t bytes, device_block *found)
 {
     uintptr_t at = (uintptr_t)address;
     bool hit = false;
     pthread_mutex_lock(&blocks.lock);
     for (size_t i = 0; i < blocks.held && !hit; i++) {
         const device_block *b = &blocks.quarantined[(blocks.first + i) % QUARANTINE_BLOCKS];
-        if (at - (uintptr_t)b->device < b->reach) {
+        if (overlaps(at, bytes, (uintptr_t)b->device, b->reach)) {
             *found = *b;
             hit = true;
         }
     }
     pthread_mutex_unlock(&blocks.lock);
     return hit;
+}
+
+static bool lookup_freed(const void *address, device_block *found) { return lookup_freed_range(address, 1, found); }
+
+/* The parent's block that `address` lies in, in a fork()ed child. */
+static bool lookup_inherited(const void *address, inherited_block *found)
+{
+    uintptr_t at = (uintptr_t)address;
+    bool hit = false;
+    pthread_mutex_lock(&blocks.lock);
+    for (size_t i = 0; i < inherited.count && !hit; i++) {
+        if (at - inherited.items[i].start < inherited.items[i].reach) {
+            *found = inherited.items[i];
+            hit = true;
+        }
+    }
+    pthread_mutex_unlock(&blocks.lock);
+    return hit;
+}
+
+/* Whether this process has `address` mapped with read access, and write
+ * access too when `written`: the child's own memory, mapped since the fork
+ * where a parent's block was. Read from /proc/self/maps, which tells the
+ * protection too (a reservation made PROT_NONE is not usable memory); only
+ * stale pointers get here, so the cost does not matter. */
+static bool usable_here(const void *address, bool written)
+{
+    FILE *maps = fopen("/proc/self/maps", "re");
+    if (!maps)
+        return false;
+    uintptr_t at = (uintptr_t)address;
+    bool usable = false;
+    char line[512];
+    while (fgets(line, sizeof line, maps)) {
+        unsigned long long start, end;
+        char perms[5];
+        if (sscanf(line, "%llx-%llx %4s", &start, &end, perms) != 3 || at < start || at >= end)
+            continue;
+        usable = perms[0] == 'r' && (!written || perms[1] == 'w');
+        break;
+    }
+    fclose(maps);
+    return usable;
 }
 
 static void *view_of(const located *b, const void *address)
@@ -183,9 +247,29 @@ void *ctbc_device_view(const void *address)
 
 bool ctbc_is_device_memory(const void *address, size_t bytes)
 {
-    located b;
-    const char *first = address;
-    return bytes > 0 && (lookup_live(first, &b) || lookup_live(first + bytes - 1, &b));
+    if (bytes == 0)
+        return false;
+    bool hit = false;
+    pthread_mutex_lock(&blocks.lock);
+    for (size_t i = blocks.count; i-- > 0 && !hit;)
+        hit = overlaps((uintptr_t)address, bytes, blocks.spans[i].start, blocks.spans[i].reach);
+    pthread_mutex_unlock(&blocks.lock);
+    return hit;
+}
+
+bool ctbc_is_device_address(const void *address, bool written)
+{
+    located live;
+    device_block freed;
+    inherited_block parents;
+    if (!address)
+        return false;
+    if (lookup_live(address, &live) || lookup_freed(address, &freed))
+        return true;
+    /* A parent's block, whose pages this child does not have: a stale
+     * device pointer, refused as device memory, unless the child has since
+     * mapped memory of its own there that the copy may use. */
+    return lookup_inherited(address, &parents) && !usable_here(address, written);
 }
 
 static bool inside(const void *address, size_t bytes, const void *start, size_t size)
@@ -232,6 +316,13 @@ static int check_range(const char *api, const char *what, const void *address, s
                          "%s: %p is inside the device allocation %p of %zu bytes, which aclrtFree already "
                          "released (use after free)",
                          what, address, (void *)freed.device, freed.size);
+    inherited_block parents;
+    if (lookup_inherited(address, &parents))
+        return ctbc_fail(status, CTBC_EE_RUNTIME, api,
+                         "%s: %p is inside the device allocation %p of %zu bytes that the parent process made "
+                         "before fork(); a child process does not inherit device memory: allocate its own after "
+                         "its own aclInit",
+                         what, address, (void *)parents.start, parents.size);
     return ctbc_fail(status, CTBC_EE_RUNTIME, api,
                      "%s: %p is not device memory; give it memory from aclrtMalloc (host memory reaches the device "
                      "only through aclrtMemcpy)",
@@ -267,10 +358,21 @@ int ctbc_use_device_range(const char *api, const char *what, const void *address
 
 int ctbc_check_host_range(const char *api, const char *what, const void *address, size_t bytes, int status)
 {
-    if (!checking_on() || !ctbc_is_device_memory(address, bytes))
+    if (bytes == 0 || !checking_on())
         return ACL_SUCCESS;
-    return ctbc_fail(status, CTBC_EE_RUNTIME, api, "%s: %p is device memory, but the copy's kind says host memory",
-                     what, address);
+    if (ctbc_is_device_memory(address, bytes))
+        return ctbc_fail(status, CTBC_EE_RUNTIME, api,
+                         "%s: %zu bytes at %p are (or run into) device memory, but the copy's kind says host memory",
+                         what, bytes, address);
+    /* A released block is still device memory, and its pages may have no
+     * access: the host side of a copy must not reach into one either. */
+    device_block freed;
+    if (lookup_freed_range(address, bytes, &freed))
+        return ctbc_fail(status, CTBC_EE_RUNTIME, api,
+                         "%s: %zu bytes at %p reach into the device allocation %p of %zu bytes, which aclrtFree "
+                         "already released (use after free)",
+                         what, bytes, address, (void *)freed.device, freed.size);
+    return ACL_SUCCESS;
 }
 
 aclError convtbcDeclareHostMemory(const void *ptr, size_t size)
@@ -382,12 +484,14 @@ static void discard(const device_block *b)
 /* A plain block, for when the guard is off by the environment or the system
  * refuses more mappings: 64-byte aligned (CANN guarantees 64 for aclrtMalloc)
  * and padded by 32 bytes as CANN pads its allocations. */
-static char *plain_block(size_t size)
+static char *plain_block(size_t size, size_t *allocated)
 {
     void *block = NULL;
     size_t padded = size + 32 + (32 - size % 32) % 32;
     if (padded < size || posix_memalign(&block, 64, padded) != 0)
         return NULL;
+    if (allocated)
+        *allocated = padded;
     return block;
 }
 
@@ -432,8 +536,9 @@ static aclError allocate_device(const char *api, void **out, size_t size, aclrtM
         if (map)
             CTBC_LOG(CTBC_LOG_WARNING, "%s: cannot map %zu bytes twice; this block is plain host memory, not guarded",
                      api, size);
-        b.device = b.host = plain_block(size);
-        b.reach = size;
+        /* Its reach is all it holds, padding included, so that an address
+         * past its end but inside it is still known as this block's. */
+        b.device = b.host = plain_block(size, &b.reach);
     }
 
     pthread_mutex_lock(&blocks.lock);
@@ -510,7 +615,7 @@ static aclError allocate_host(const char *api, void **out, uint64_t size)
                          "the pointer to receive the address must not be NULL");
     if (size == 0)
         return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api, "size must be > 0");
-    char *block = size <= SIZE_MAX ? plain_block((size_t)size) : NULL;
+    char *block = size <= SIZE_MAX ? plain_block((size_t)size, NULL) : NULL;
     if (!block || !ctbc_registry_add(&host_blocks, block, (size_t)size)) {
         free(block);
         return ctbc_fail(ACL_ERROR_RT_MEMORY_ALLOCATION, CTBC_EE_RUNTIME, api, "cannot allocate %llu bytes",
@@ -559,6 +664,39 @@ static void quarantine(device_block *b, const char *api)
     blocks.held++;
     blocks.held_bytes += b->size;
     pthread_mutex_unlock(&blocks.lock);
+}
+
+/* The child's memory starts empty: the parent's guarded pages are not
+ * inherited (MADV_DONTFORK) and its plain blocks belong to its runtime, so
+ * every block the parent had, live or quarantined, is only remembered as
+ * the parent's. Its locks are made new: a thread of the parent may have
+ * held one at fork(), and that thread does not exist here. */
+void ctbc_memory_after_fork(void)
+{
+    size_t total = inherited.count + blocks.count + blocks.held;
+    inherited_block *items = total > inherited.count ? realloc(inherited.items, total * sizeof *items) : NULL;
+    if (items) {
+        size_t n = inherited.count;
+        for (size_t i = 0; i < blocks.count + blocks.held; i++) {
+            const device_block *b =
+                i < blocks.count ? &blocks.live[i]
+                                 : &blocks.quarantined[(blocks.first + i - blocks.count) % QUARANTINE_BLOCKS];
+            items[n++] = (inherited_block){(uintptr_t)b->device, b->size, b->reach};
+        }
+        inherited.items = items;
+        inherited.count = n;
+    }
+    free(blocks.live);
+    free(blocks.spans);
+    blocks.live = NULL;
+    blocks.spans = NULL;
+    blocks.count = blocks.capacity = blocks.charged = 0;
+    blocks.first = blocks.held = blocks.held_bytes = 0;
+    pthread_mutex_init(&blocks.lock, NULL);
+    pthread_rwlock_init(&in_use, NULL);
+    ctbc_registry_after_fork(&host_blocks, false);
+    ctbc_registry_after_fork(&declared_host, true);
+    ctbc_pages_after_fork();
 }
 
 void ctbc_memory_shutdown(void)

@@ -38,11 +38,19 @@ int ctbc_use_device_range(const char *api, const char *what, const void *address
 void *ctbc_device_view(const void *address);
 
 /* ACL_SUCCESS unless checking is on and [address, address + bytes) touches
- * a live device block: then a message for `api` naming `what` and `status`. */
+ * a device block, live or released: then a message for `api` naming `what`
+ * and `status`. */
 int ctbc_check_host_range(const char *api, const char *what, const void *address, size_t bytes, int status);
 
-/* Whether [address, address + bytes) touches a live device block. */
+/* Whether [address, address + bytes) shares a byte with a live device block. */
 bool ctbc_is_device_memory(const void *address, size_t bytes);
+
+/* Where ACL_MEMCPY_DEFAULT puts `address`, deciding by address as CANN
+ * does: true inside a device block, live or released (so that a late use
+ * is refused as one), or, in a fork()ed child, inside one of the parent's
+ * blocks where this process has no memory it may read (and write, when
+ * `written`); false for host memory. */
+bool ctbc_is_device_address(const void *address, bool written);
 
 /* Whether [address, address + bytes) lies inside one block from
  * aclrtMallocHost / aclrtMallocHostWithCfg. */
@@ -53,6 +61,10 @@ bool ctbc_is_acl_host_memory(const void *address, size_t bytes);
  * cannot poison or release a block in between. */
 void ctbc_memory_use_begin(void);
 void ctbc_memory_use_end(void);
+
+/* In a fork()ed child, on its only thread: forgets the parent's blocks
+ * (remembering their ranges for messages) and makes the locks new. */
+void ctbc_memory_after_fork(void);
 
 /* aclFinalize: really frees the quarantined blocks. */
 void ctbc_memory_shutdown(void);

@@ -37,7 +37,8 @@ static size_t extent(size_t width, size_t height, size_t pitch) { return (height
 /* Where the library reaches one side: device sides are checked again (the
  * memory may have been freed since the call, if the work was queued) and
  * give their block's view; host sides are used as they are, unless they
- * are device memory after all (ACL_MEMCPY_DEFAULT, or checking off). */
+ * are device memory after all (checking off lets a kind contradict its
+ * pointers). */
 static aclError reach(const transfer *job, const char *what, const void *address, size_t bytes, bool device,
                       void **view)
 {
@@ -74,48 +75,55 @@ static const char *const KIND_NAMES[] = {"ACL_MEMCPY_HOST_TO_HOST", "ACL_MEMCPY_
                                          "ACL_MEMCPY_DEFAULT"};
 
 /* Which sides are device memory: as the kind says, or for
- * ACL_MEMCPY_DEFAULT as the addresses say (CANN decides by address). */
-static void sides_of(aclrtMemcpyKind kind, const void *dst, const void *src, bool *dst_device, bool *src_device)
+ * ACL_MEMCPY_DEFAULT as the addresses say (CANN decides by address). A
+ * released block still counts as device memory, so that DEFAULT refuses a
+ * late use of one exactly as an explicit kind does, instead of copying
+ * into or out of it as if it were host memory. Decided once per call: the
+ * checks and the copy must agree even if another thread frees meanwhile. */
+typedef struct {
+    bool dst_device, src_device;
+} sides;
+
+static sides sides_of(aclrtMemcpyKind kind, const void *dst, const void *src)
 {
+    sides are = {false, false};
     if (kind == ACL_MEMCPY_DEFAULT) {
-        *dst_device = ctbc_is_device_memory(dst, 1);
-        *src_device = ctbc_is_device_memory(src, 1);
+        are.dst_device = ctbc_is_device_address(dst, true);
+        are.src_device = ctbc_is_device_address(src, false);
     } else {
-        *dst_device = kind == ACL_MEMCPY_HOST_TO_DEVICE || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
-        *src_device = kind == ACL_MEMCPY_DEVICE_TO_HOST || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
+        are.dst_device = kind == ACL_MEMCPY_HOST_TO_DEVICE || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
+        are.src_device = kind == ACL_MEMCPY_DEVICE_TO_HOST || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
     }
+    return are;
 }
 
-/* Each side against what the kind says it is. */
-static aclError check_sides(const char *api, aclrtMemcpyKind kind, const void *dst, size_t dst_bytes,
+/* Each side against what the kind (or for DEFAULT, its address) says it is. */
+static aclError check_sides(const char *api, aclrtMemcpyKind kind, sides are, const void *dst, size_t dst_bytes,
                             const void *src, size_t src_bytes)
 {
-    bool dst_device, src_device;
-    sides_of(kind, dst, src, &dst_device, &src_device);
     char what[64];
     snprintf(what, sizeof what, "dst of %s", KIND_NAMES[kind]);
-    CTBC_RETURN_IF_FAILED(dst_device
+    CTBC_RETURN_IF_FAILED(are.dst_device
                               ? ctbc_check_device_range(api, what, dst, dst_bytes, ACL_ERROR_RT_PARAM_INVALID)
                               : ctbc_check_host_range(api, what, dst, dst_bytes, ACL_ERROR_RT_PARAM_INVALID));
     snprintf(what, sizeof what, "src of %s", KIND_NAMES[kind]);
-    return src_device ? ctbc_check_device_range(api, what, src, src_bytes, ACL_ERROR_RT_PARAM_INVALID)
-                      : ctbc_check_host_range(api, what, src, src_bytes, ACL_ERROR_RT_PARAM_INVALID);
+    return are.src_device ? ctbc_check_device_range(api, what, src, src_bytes, ACL_ERROR_RT_PARAM_INVALID)
+                          : ctbc_check_host_range(api, what, src, src_bytes, ACL_ERROR_RT_PARAM_INVALID);
 }
 
 static transfer copy_job(const char *api, void *dst, const void *src, size_t width, size_t height, size_t dpitch,
-                         size_t spitch, aclrtMemcpyKind kind, bool queued)
+                         size_t spitch, sides are, bool queued)
 {
-    transfer job = {.api = api, .dst = dst, .src = src, .width = width, .height = height, .dpitch = dpitch,
-                    .spitch = spitch, .status = queued ? ACL_ERROR_RT_INTERNAL_ERROR : ACL_ERROR_RT_PARAM_INVALID};
-    sides_of(kind, dst, src, &job.dst_device, &job.src_device);
-    return job;
+    return (transfer){.api = api, .dst = dst, .src = src, .width = width, .height = height, .dpitch = dpitch,
+                      .spitch = spitch, .dst_device = are.dst_device, .src_device = are.src_device,
+                      .status = queued ? ACL_ERROR_RT_INTERNAL_ERROR : ACL_ERROR_RT_PARAM_INVALID};
 }
 
 /* ---- one-dimensional copies ------------------------------------------------------ */
 
 /* The checks every copy makes before it runs or is queued. */
 static aclError check_copy(const char *api, void *dst, size_t destMax, const void *src, size_t count,
-                           aclrtMemcpyKind kind)
+                           aclrtMemcpyKind kind, sides *are)
 {
     CTBC_RETURN_IF_FAILED(ctbc_require_init(api));
     if ((int)kind < ACL_MEMCPY_HOST_TO_HOST || (int)kind > ACL_MEMCPY_DEFAULT)
@@ -128,26 +136,29 @@ static aclError check_copy(const char *api, void *dst, size_t destMax, const voi
         return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api, "dst and src must not be NULL");
     if (count == 0)
         return ACL_SUCCESS;
-    return check_sides(api, kind, dst, count, src, count);
+    *are = sides_of(kind, dst, src);
+    return check_sides(api, kind, *are, dst, count, src, count);
 }
 
 aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind)
 {
-    CTBC_RETURN_IF_FAILED(check_copy("aclrtMemcpy", dst, destMax, src, count, kind));
+    sides are = {false, false};
+    CTBC_RETURN_IF_FAILED(check_copy("aclrtMemcpy", dst, destMax, src, count, kind, &are));
     if (count == 0)
         return ACL_SUCCESS;
-    transfer job = copy_job("aclrtMemcpy", dst, src, count, 1, count, count, kind, false);
+    transfer job = copy_job("aclrtMemcpy", dst, src, count, 1, count, count, are, false);
     return run_transfer(&job);
 }
 
 aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind,
                           aclrtStream stream)
 {
-    CTBC_RETURN_IF_FAILED(check_copy("aclrtMemcpyAsync", dst, destMax, src, count, kind));
+    sides are = {false, false};
+    CTBC_RETURN_IF_FAILED(check_copy("aclrtMemcpyAsync", dst, destMax, src, count, kind, &are));
     CTBC_RETURN_IF_FAILED(ctbc_check_stream("aclrtMemcpyAsync", stream));
     if (count == 0)
         return ACL_SUCCESS;
-    transfer job = copy_job("aclrtMemcpyAsync", dst, src, count, 1, count, count, kind, true);
+    transfer job = copy_job("aclrtMemcpyAsync", dst, src, count, 1, count, count, are, true);
     return ctbc_stream_submit("aclrtMemcpyAsync", stream, run_transfer, &job, sizeof job);
 }
 
@@ -164,7 +175,7 @@ static bool kind_copies_2d(aclrtMemcpyKind kind)
 }
 
 static aclError check_copy_2d(const char *api, void *dst, size_t dpitch, const void *src, size_t spitch,
-                              size_t width, size_t height, aclrtMemcpyKind kind)
+                              size_t width, size_t height, aclrtMemcpyKind kind, sides *are)
 {
     CTBC_RETURN_IF_FAILED(ctbc_require_init(api));
     if (width == 0 || height == 0)
@@ -191,27 +202,30 @@ static aclError check_copy_2d(const char *api, void *dst, size_t dpitch, const v
         return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
                          "height %zu rows at pitches %zu (dst) and %zu (src) do not fit in the address space", height,
                          dpitch, spitch);
-    return check_sides(api, kind, dst, dst_bytes, src, src_bytes);
+    *are = sides_of(kind, dst, src);
+    return check_sides(api, kind, *are, dst, dst_bytes, src, src_bytes);
 }
 
 aclError aclrtMemcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
                        aclrtMemcpyKind kind)
 {
-    CTBC_RETURN_IF_FAILED(check_copy_2d("aclrtMemcpy2d", dst, dpitch, src, spitch, width, height, kind));
+    sides are = {false, false};
+    CTBC_RETURN_IF_FAILED(check_copy_2d("aclrtMemcpy2d", dst, dpitch, src, spitch, width, height, kind, &are));
     if (width == 0 || height == 0)
         return ACL_SUCCESS;
-    transfer job = copy_job("aclrtMemcpy2d", dst, src, width, height, dpitch, spitch, kind, false);
+    transfer job = copy_job("aclrtMemcpy2d", dst, src, width, height, dpitch, spitch, are, false);
     return run_transfer(&job);
 }
 
 aclError aclrtMemcpy2dAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
                             aclrtMemcpyKind kind, aclrtStream stream)
 {
-    CTBC_RETURN_IF_FAILED(check_copy_2d("aclrtMemcpy2dAsync", dst, dpitch, src, spitch, width, height, kind));
+    sides are = {false, false};
+    CTBC_RETURN_IF_FAILED(check_copy_2d("aclrtMemcpy2dAsync", dst, dpitch, src, spitch, width, height, kind, &are));
     CTBC_RETURN_IF_FAILED(ctbc_check_stream("aclrtMemcpy2dAsync", stream));
     if (width == 0 || height == 0)
         return ACL_SUCCESS;
-    transfer job = copy_job("aclrtMemcpy2dAsync", dst, src, width, height, dpitch, spitch, kind, true);
+    transfer job = copy_job("aclrtMemcpy2dAsync", dst, src, width, height, dpitch, spitch, are, true);
     return ctbc_stream_submit("aclrtMemcpy2dAsync", stream, run_transfer, &job, sizeof job);
 }
 

@@ -90,3 +90,13 @@ void ctbc_registry_clear(ctbc_registry *registry, void (*release)(const void *ha
     registry->count = registry->capacity = 0;
     pthread_mutex_unlock(&registry->lock);
 }
+
+void ctbc_registry_after_fork(ctbc_registry *registry, bool keep)
+{
+    pthread_mutex_init(&registry->lock, NULL);
+    if (!keep) {
+        free(registry->entries);
+        registry->entries = NULL;
+        registry->count = registry->capacity = 0;
+    }
+}

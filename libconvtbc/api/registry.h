@@ -36,5 +36,10 @@ bool ctbc_registry_find_containing(ctbc_registry *registry, const void *address,
 ctbc_registry_entry *ctbc_registry_snapshot(ctbc_registry *registry, size_t *count);
 /* Removes every entry, calling `release` (may be NULL) on each handle. */
 void ctbc_registry_clear(ctbc_registry *registry, void (*release)(const void *handle));
+/* In a fork()ed child, on its only thread: the lock made new (a thread of
+ * the parent may have held it, and that thread does not exist here), and
+ * the entries kept or forgotten. Forgotten handles are not released: what
+ * they name belongs to the parent's threads. */
+void ctbc_registry_after_fork(ctbc_registry *registry, bool keep);
 
 #endif /* CONVTBC_API_REGISTRY_H */

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include "acl/acl.h"
 #include "aclnn/aclnn_base.h"
@@ -39,11 +41,25 @@ static int64_t process_options[SYS_PARAM_OPTIONS];
 /* As in CANN, the current context belongs to the thread. */
 static _Thread_local ctbc_context *current_context;
 
+/* The process whose aclInit made the runtime (state_lock); in a fork()ed
+ * child, until its own aclInit, the parent that initialised the runtime
+ * the child inherited and cannot use. */
+static pid_t initialised_by, inherited_from;
+
+/* Why a fork()ed child's calls fail until it initialises its own runtime. */
+#define FORKED_CHILD_TEXT                                                                                      \
+    "ACL was initialised by the parent process (pid %ld), not by this one: a process made by fork() inherits "  \
+    "none of the runtime's contexts, streams, events, callbacks or device memory (their threads do not exist "  \
+    "in the child), so the child must call aclInit (and aclrtSetDevice) itself"
+
 aclError ctbc_require_init(const char *api)
 {
     pthread_mutex_lock(&state_lock);
     bool yes = initialised;
+    pid_t parent = inherited_from;
     pthread_mutex_unlock(&state_lock);
+    if (!yes && parent)
+        return ctbc_fail(ACL_ERROR_UNINITIALIZE, CTBC_EE_RUNTIME, api, FORKED_CHILD_TEXT, (long)parent);
     if (!yes)
         return ctbc_fail(ACL_ERROR_UNINITIALIZE, CTBC_EE_RUNTIME, api, "ACL is not initialised: call aclInit first");
     return ACL_SUCCESS;
@@ -269,8 +285,47 @@ static aclError read_config(const char *path, char **text, size_t *bytes)
     return ACL_SUCCESS;
 }
 
+/* ---- fork() ---------------------------------------------------------------- */
+
+/* CANN does not support a runtime inherited through fork(), and here it
+ * cannot work either: the streams' workers are threads, and a child has
+ * only the thread that called fork(). Left as it is, the child would wait
+ * for ever for those threads (synchronising, aclFinalize) or on a lock one
+ * of them held at fork(). So the child starts with no runtime: every lock
+ * made new, every handle of the parent's forgotten (not released: that
+ * would wait for the missing threads), and runtime calls fail with
+ * ACL_ERROR_UNINITIALIZE and a message naming the parent until the child
+ * calls aclInit, which then starts a runtime of its own. What belongs to
+ * the process rather than to the runtime stays: registered init and
+ * finalize callbacks, aclrtSetSysParamOpt's options. */
+static void forget_runtime_in_child(void)
+{
+    pthread_mutex_init(&state_lock, NULL);
+    make_lifecycle_lock();
+    inherited_from = init_refs > 0 ? initialised_by : 0;
+    initialised = false;
+    init_refs = 0;
+    device_context = NULL;
+    current_context = NULL; /* the one thread left is the caller of fork() */
+    /* A child is a new process to CANN: its first aclInit may bring any
+     * configuration. */
+    free(first_config);
+    first_config = NULL;
+    first_config_bytes = 0;
+    ctbc_registry_after_fork(&contexts, false);
+    ctbc_streams_after_fork();
+    ctbc_events_after_fork();
+    ctbc_callbacks_after_fork();
+    ctbc_memory_after_fork();
+}
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void watch_forks(void) { pthread_atfork(NULL, NULL, forget_runtime_in_child); }
+
 static aclError init_locked(const char *configPath)
 {
+    pthread_once(&fork_once, watch_forks);
     if (init_refs > 0) {
         /* CANN counts this call too (aclFinalizeReference undoes it) but
          * still answers 100002, which callers may ignore. */
@@ -306,6 +361,8 @@ static aclError init_locked(const char *configPath)
     }
     pthread_mutex_lock(&state_lock);
     initialised = true;
+    initialised_by = getpid();
+    inherited_from = 0;
     pthread_mutex_unlock(&state_lock);
     init_refs = 1;
     /* Of CANN's options in the configuration, operator dump applies here. */
@@ -346,14 +403,25 @@ static aclError finalize_locked(const char *api)
     return ACL_SUCCESS;
 }
 
+/* aclFinalize and aclFinalizeReference with no reference left. */
+static aclError nothing_to_finalize(const char *api, const char *what)
+{
+    pthread_mutex_lock(&state_lock);
+    pid_t parent = inherited_from;
+    pthread_mutex_unlock(&state_lock);
+    if (parent)
+        return ctbc_fail(ACL_ERROR_REPEAT_FINALIZE, CTBC_EE_RUNTIME, api,
+                         FORKED_CHILD_TEXT "; there is nothing to finalise before that", (long)parent);
+    return ctbc_fail(ACL_ERROR_REPEAT_FINALIZE, CTBC_EE_RUNTIME, api, "%s", what);
+}
+
 aclError aclFinalize(void)
 {
     lifecycle_enter();
     /* aclFinalize drops every reference at once. */
-    aclError status = init_refs == 0
-                          ? ctbc_fail(ACL_ERROR_REPEAT_FINALIZE, CTBC_EE_RUNTIME, "aclFinalize",
-                                      "ACL is not initialised (never initialised, or already finalised)")
-                          : finalize_locked("aclFinalize");
+    aclError status = init_refs == 0 ? nothing_to_finalize("aclFinalize", "ACL is not initialised (never "
+                                                                           "initialised, or already finalised)")
+                                     : finalize_locked("aclFinalize");
     lifecycle_leave();
     return status;
 }
@@ -363,8 +431,8 @@ aclError aclFinalizeReference(uint64_t *refCount)
     lifecycle_enter();
     aclError status = ACL_SUCCESS;
     if (init_refs == 0)
-        status = ctbc_fail(ACL_ERROR_REPEAT_FINALIZE, CTBC_EE_RUNTIME, "aclFinalizeReference",
-                           "the aclInit reference count is already 0 (never initialised, or already finalised)");
+        status = nothing_to_finalize("aclFinalizeReference", "the aclInit reference count is already 0 (never "
+                                                             "initialised, or already finalised)");
     else if (init_refs > 1)
         init_refs--; /* another aclInit is still outstanding */
     else

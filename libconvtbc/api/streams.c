@@ -807,3 +807,14 @@ void ctbc_streams_shutdown(void)
     ctbc_callbacks_shutdown();
     ctbc_registry_clear(&created_streams, delete_stream);
 }
+
+void ctbc_streams_after_fork(void)
+{
+    ctbc_registry_after_fork(&created_streams, false);
+    ctbc_registry_after_fork(&all_streams, false);
+    /* Config handles are the caller's plain structs, not the device's. */
+    ctbc_registry_after_fork(&config_handles, true);
+    pthread_rwlock_init(&streams_in_sync, NULL);
+    __atomic_store_n(&live_stream_count, 0, __ATOMIC_RELAXED);
+    worker_of = NULL;
+}

@@ -93,4 +93,12 @@ void ctbc_callbacks_wake_waiters(void);
 void ctbc_callbacks_forget_stream(const ctbc_stream *stream);
 void ctbc_callbacks_shutdown(void);
 
+/* In a fork()ed child, on its only thread (called by the runtime's fork
+ * handler): the parent's streams, events, subscriptions and queued reports
+ * are forgotten, never run or released, since the threads that would run
+ * them are not in the child; the locks are made new. */
+void ctbc_streams_after_fork(void);
+void ctbc_events_after_fork(void);
+void ctbc_callbacks_after_fork(void);
+
 #endif /* CONVTBC_API_STREAMS_H */
