@@ -21,7 +21,8 @@ from conftest import C_DIR, REPO_ROOT
 from test_c_programs import env_for
 
 PROGRAMS = ["bad_inputs.c", "executor_rules.c", "numerics_sweep.c", "cann_style_example.cpp", "phase1_views.c",
-            "meta_objects.cpp", "meta_executor.c", "runtime_surface.c", "stream_api.c", "device_memory.c"]
+            "meta_objects.cpp", "meta_executor.c", "runtime_surface.c", "stream_api.c", "device_memory.c",
+            "executor_race.c"]
 
 
 def tool(name):

@@ -515,16 +515,19 @@ static aclnnStatus collect_run(const aclOpExecutor *executor, void *workspace, q
 aclnnStatus aclnnConvTbcBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
                                  aclrtStream stream)
 {
-    CTBC_RETURN_IF_FAILED(ctbc_executor_check_run(executor, workspace, workspaceSize, stream, PHASE2));
+    CTBC_RETURN_IF_FAILED(ctbc_executor_begin_run(executor, workspace, workspaceSize, stream, PHASE2));
     queued_run run;
-    CTBC_RETURN_IF_FAILED(collect_run(executor, workspace, &run));
-    CTBC_RETURN_IF_FAILED(check_memory(PHASE2, run.view_start, run.view_span_bytes, workspace,
-                                       executor->workspace_bytes, ACLNN_ERR_PARAM_INVALID));
-    aclError status = ctbc_stream_submit(PHASE2, stream, run_queued, &run, sizeof run);
-    if (status != ACL_SUCCESS)
-        return status == ACL_ERROR_BAD_ALLOC ? ACLNN_ERR_INNER : status;
-    ctbc_executor_finish_run(executor);
-    return ACLNN_SUCCESS;
+    aclnnStatus status = collect_run(executor, workspace, &run);
+    if (status == ACLNN_SUCCESS)
+        status = check_memory(PHASE2, run.view_start, run.view_span_bytes, workspace, executor->workspace_bytes,
+                              ACLNN_ERR_PARAM_INVALID);
+    if (status == ACLNN_SUCCESS) {
+        aclError submitted = ctbc_stream_submit(PHASE2, stream, run_queued, &run, sizeof run);
+        if (submitted != ACL_SUCCESS)
+            status = submitted == ACL_ERROR_BAD_ALLOC ? ACLNN_ERR_INNER : submitted;
+    }
+    ctbc_executor_end_run(executor, status == ACLNN_SUCCESS);
+    return status;
 }
 
 aclnnStatus ctbc_conv_tbc_backward_run_host(aclOpExecutor *executor, void *workspace)
@@ -532,6 +535,5 @@ aclnnStatus ctbc_conv_tbc_backward_run_host(aclOpExecutor *executor, void *works
     queued_run run;
     CTBC_RETURN_IF_FAILED(collect_run(executor, workspace, &run));
     ctbc_execute(&run.compute, &run.buffers, run.workspace);
-    ctbc_executor_finish_run(executor);
     return ACLNN_SUCCESS;
 }
