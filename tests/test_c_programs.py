@@ -14,13 +14,13 @@ from conftest import C_DIR
 
 PROGRAMS = ["cann_style_example.cpp", "bad_inputs.c", "executor_rules.c", "numerics_sweep.c", "phase1_views.c",
             "meta_objects.cpp", "meta_executor.c", "runtime_surface.c", "stream_api.c", "device_memory.c",
-            "default_copies.c", "fork_child.c"]
+            "default_copies.c", "fork_child.c", "hostile_views.c", "aliased_outputs.c", "executor_race.c"]
 
 # The programs other than these hand host buffers straight to the op (the op
 # needs no aclInit, and aclrtMalloc does); libconvtbc's optional device-memory
 # checks are switched off for them. These keep every tensor in aclrtMalloc'd memory.
 CHECKED_MEMORY_PROGRAMS = ("cann_style_example.cpp", "meta_executor.c", "device_memory.c", "default_copies.c",
-                           "fork_child.c")
+                           "fork_child.c", "hostile_views.c", "aliased_outputs.c", "executor_race.c")
 HOST_MEMORY_ENV = {"CONVTBC_CHECK_MEMORY": "0"}
 
 

@@ -154,6 +154,18 @@ def test_stream_api_under_thread_sanitizer(tsan_library):
     assert p.returncode == 0 and "stream_api: OK" in p.stdout, report
 
 
+@pytest.mark.slow
+def test_executor_race_under_thread_sanitizer(tsan_library):
+    """tests/c/executor_race.c: two threads racing for one executor (two
+    runs, a run and a destroy, two destroys, a run and a destroy of a
+    repeatable one): exactly one takes it, and no report."""
+    exe = tsan_program(tsan_library, "executor_race")
+    p = subprocess.run([str(exe), "300"], capture_output=True, text=True, timeout=600, env=clean_env(TSAN_ENV))
+    report = p.stdout[-2000:] + p.stderr[-20000:]
+    assert "ThreadSanitizer" not in p.stderr, report
+    assert p.returncode == 0 and "executor_race: OK" in p.stdout, report
+
+
 # ---- documented semantics, one fact a line ----------------------------------------
 
 SEMANTICS = r"""

@@ -13,6 +13,7 @@
 #include "api/executor.h"
 #include "api/log.h"
 #include "api/memory.h"
+#include "api/overlap.h"
 #include "api/streams.h"
 #include "api/soc_profile.h"
 #include "api/tensor.h"
@@ -37,22 +38,31 @@ static const char *const TENSOR_ARGUMENTS[TENSOR_COUNT] = {"tensor self", "tenso
 enum { KEEP_DTYPE = 0, ALLOW_FP32_DOWN_PRECISION = 1, USE_FP16 = 2, USE_HF32 = 3 };
 static const char *const CUBE_MATH_NAMES[] = {"KEEP_DTYPE", "ALLOW_FP32_DOWN_PRECISION", "USE_FP16", "USE_HF32"};
 
-/* What phase 2 needs beyond the compute plan: where each view starts
- * (element [0,0,0], its lowest address since strides are >= 0) relative to
- * its storage, and how many bytes it spans from there (0: no elements). */
+/* One of the op's views as phase 1 checked it, in bytes from its
+ * storage's start: where element [0,0,0] lies (the lowest, strides being
+ * >= 0) and where the last element ends; end 0: no elements. */
+typedef struct {
+    int64_t dims[3], strides[3];
+    uint64_t rank;
+    int64_t item;
+    uint64_t offset_bytes, end_bytes;
+} view_geometry;
+
+/* What phase 2 needs beyond the compute plan: each view's geometry, and the
+ * storage addresses whose overlaps phase 1 ruled out (NULL: none yet), so
+ * that only a run with other addresses checks them again. */
 typedef struct {
     ctbc_plan compute;
-    uint64_t view_offset_bytes[TENSOR_COUNT];
-    size_t view_span_bytes[TENSOR_COUNT];
+    view_geometry views[TENSOR_COUNT];
+    const void *checked_storage[TENSOR_COUNT];
 } op_plan;
 
 /* A queued run: a copy of the plan (the executor may be gone by then) and
- * the addresses fixed at submission. */
+ * the storage addresses fixed at submission. */
 typedef struct {
     ctbc_plan compute;
-    ctbc_buffers buffers;
-    const void *view_start[TENSOR_COUNT];
-    size_t view_span_bytes[TENSOR_COUNT];
+    const void *storage[TENSOR_COUNT];
+    uint64_t offset_bytes[TENSOR_COUNT], end_bytes[TENSOR_COUNT];
     void *workspace;
 } queued_run;
 
@@ -150,12 +160,14 @@ static aclnnStatus check_problem_shape(const aclTensor *const *tensors, int64_t 
                        (long long)tensors[BIAS]->view_dims[0], (long long)w[2]);
     if (pad < 0)
         return INVALID("pad should be >= 0, got %lld.", (long long)pad);
-    /* T - K cannot overflow (both are >= 0); the rest can. */
-    int64_t len = x[0] - w[0], twice_pad;
-    if (__builtin_add_overflow(len, 1, &len) || __builtin_mul_overflow(pad, 2, &twice_pad) ||
-        __builtin_add_overflow(len, twice_pad, &len))
-        return INVALID("T + 2*pad + 1 - K should fit in int64, got T %lld, pad %lld, K %lld.", (long long)x[0],
-                       (long long)pad, (long long)w[0]);
+    /* Exact in 128 bits: 2*pad, or T + 2*pad, may pass INT64_MAX while the
+     * whole stays within int64_t (a K as large). */
+    const __int128 wide_len = (__int128)x[0] + 2 * (__int128)pad + 1 - w[0];
+    if (wide_len > INT64_MAX)
+        return INVALID("T_out = T + 2*pad + 1 - K overflows int64_t (T %lld is input's dim 0, pad %lld, K %lld is "
+                       "weight's dim 0); expected a T_out that self's dim 0 can hold.",
+                       (long long)x[0], (long long)pad, (long long)w[0]);
+    const int64_t len = (int64_t)wide_len; /* >= 0 - INT64_MAX + 1: fits */
     if (len < 0)
         return INVALID("T + 2*pad + 1 - K should be >= 0, got %lld (T %lld, pad %lld, K %lld).", (long long)len,
                        (long long)x[0], (long long)pad, (long long)w[0]);
@@ -261,6 +273,37 @@ typedef struct {
     int64_t span_bytes;   /* from there to the end of the last element; 0: no elements */
 } view_extent;
 
+/* Bytes per element: the dtype check passed, so FLOAT, FLOAT16 or BF16. */
+static int64_t item_bytes(const aclTensor *t) { return t->dtype == ACL_FLOAT ? 4 : 2; }
+
+/* The storage must describe memory: dims >= 0 and a byte size that fits in
+ * int64_t (no address space holds more), for every tensor, empty views
+ * included. Creation does not check this (CANN's does not). */
+static aclnnStatus check_storage(int i, const aclTensor *t, int64_t *elements)
+{
+    const char *name = TENSOR_NAMES[i];
+    char a[96];
+    int64_t storage = 1, bytes;
+    bool overflow = false;
+    for (uint64_t d = 0; d < t->storage_rank; d++) {
+        if (t->storage_dims[d] < 0)
+            return INVALID("%s's storageDims[%llu] is %lld; storage dims should be >= 0.", name,
+                           (unsigned long long)d, (long long)t->storage_dims[d]);
+        overflow |= __builtin_mul_overflow(storage, t->storage_dims[d], &storage);
+    }
+    if (overflow)
+        return INVALID("%s's storage %s has more elements than int64_t counts.", name,
+                       list_text(t->storage_dims, t->storage_rank, a, sizeof a));
+    const int64_t item = item_bytes(t);
+    if (__builtin_mul_overflow(storage, item, &bytes))
+        return INVALID("%s's storage %s of %lld elements of %lld bytes has a byte size that overflows int64_t "
+                       "(more bytes than an address space holds).",
+                       name, list_text(t->storage_dims, t->storage_rank, a, sizeof a), (long long)storage,
+                       (long long)item);
+    *elements = storage;
+    return ACLNN_SUCCESS;
+}
+
 /* The view must lie inside its storage (storageDims), every element
  * offset and byte count computed without overflow: creation does not check
  * this (CANN's does not). Whether the storage lies inside device memory is
@@ -270,21 +313,13 @@ static aclnnStatus check_extent(int i, const aclTensor *t, view_extent *extent)
     const char *name = TENSOR_NAMES[i];
     char a[96], b[96], c[96];
     *extent = (view_extent){0, 0};
+    int64_t storage = 0;
+    CTBC_RETURN_IF_FAILED(check_storage(i, t, &storage));
     int64_t numel = ctbc_tensor_numel(t);
     if (numel == 0)
         return ACLNN_SUCCESS; /* no element, no address */
     if (numel < 0) /* dims are >= 0 by now: the count overflowed */
         return INVALID("%s has more elements than int64_t counts (shape %s).", name, shape_text(t, a, sizeof a));
-
-    int64_t storage = 1;
-    for (uint64_t d = 0; d < t->storage_rank; d++) {
-        if (t->storage_dims[d] < 0)
-            return INVALID("%s's storageDims[%llu] is %lld; storage dims should be >= 0.", name,
-                           (unsigned long long)d, (long long)t->storage_dims[d]);
-        if (__builtin_mul_overflow(storage, t->storage_dims[d], &storage))
-            return INVALID("%s's storage %s has more elements than int64_t counts.", name,
-                           list_text(t->storage_dims, t->storage_rank, a, sizeof a));
-    }
     if (t->offset < 0)
         return INVALID("%s's offset is %lld; a view with elements should start inside its storage (offset >= 0).",
                        name, (long long)t->offset);
@@ -302,8 +337,9 @@ static aclnnStatus check_extent(int i, const aclTensor *t, view_extent *extent)
                        name, shape_text(t, a, sizeof a), list_text(t->strides, t->rank, b, sizeof b),
                        (long long)t->offset, (long long)last, (long long)storage,
                        list_text(t->storage_dims, t->storage_rank, c, sizeof c));
-    /* The dtype check passed, so the element size is 2 or 4 bytes. */
-    int64_t item = (int64_t)aclDataTypeSize(t->dtype), end_bytes;
+    /* Cannot overflow inside a storage check_storage passed; checked all
+     * the same, where the product is formed. */
+    int64_t item = item_bytes(t), end_bytes;
     if (__builtin_mul_overflow(last + 1, item, &end_bytes))
         return INVALID("%s's view ends %lld elements of %lld bytes past its storage start, more bytes than "
                        "an address can span.",
@@ -329,15 +365,103 @@ static aclnnStatus check_views(const aclTensor *const *tensors, view_extent *ext
     return ACLNN_SUCCESS;
 }
 
+/* Beyond CANN's checker, which does not look: an output that shares memory
+ * with an input the op reads, or with another output, gives wrong
+ * gradients (an input overwritten before it is read, an element written
+ * twice). Decided on the elements of the views, not their ranges; empty
+ * views and storage without an address yet overlap nothing; inputs may
+ * share memory (they are only read); bias is not read. Phase 1 checks the
+ * addresses the tensors hold, phase 2 the addresses of its run when they
+ * changed. */
+static ctbc_byte_view byte_view(const view_geometry *g, const void *storage)
+{
+    return (ctbc_byte_view){(uintptr_t)storage, g->offset_bytes, storage ? g->end_bytes - g->offset_bytes : 0,
+                            g->item, g->rank, g->dims, g->strides};
+}
+
+static aclnnStatus check_pair(const char *api, const view_geometry *views, const void *const *storage, int out,
+                              int other)
+{
+    const ctbc_byte_view a = byte_view(&views[out], storage[out]), b = byte_view(&views[other], storage[other]);
+    ctbc_overlap found = ctbc_views_overlap(&a, &b);
+    if (found == CTBC_DISJOINT)
+        return ACLNN_SUCCESS;
+    const char *kind = other < INPUT_COUNT ? "an input" : "another output";
+    /* in integers: the addresses are the caller's, not yet checked */
+    const void *start_a = (const void *)(a.storage + a.offset), *start_b = (const void *)(b.storage + b.offset);
+    if (found == CTBC_OVERLAP)
+        return ctbc_fail(ACLNN_ERR_PARAM_INVALID, CTBC_EZ_PARAM, api,
+                         "%s overlaps %s: the two views share memory (%s: %llu bytes from %p, %s: %llu bytes "
+                         "from %p); an output must not overlap %s, give it memory of its own.",
+                         TENSOR_NAMES[out], TENSOR_NAMES[other], TENSOR_NAMES[out], (unsigned long long)a.span,
+                         start_a, TENSOR_NAMES[other], (unsigned long long)b.span, start_b, kind);
+    return ctbc_fail(ACLNN_ERR_PARAM_INVALID, CTBC_EZ_PARAM, api,
+                     "%s may overlap %s: the byte ranges of the two views intersect (%s: %llu bytes from %p, %s: "
+                     "%llu bytes from %p) and convtbc could not rule out a shared element within its work bound; "
+                     "an output must not overlap %s, give it memory of its own.",
+                     TENSOR_NAMES[out], TENSOR_NAMES[other], TENSOR_NAMES[out], (unsigned long long)a.span, start_a,
+                     TENSOR_NAMES[other], (unsigned long long)b.span, start_b, kind);
+}
+
+/* The pairs to test: each output against the inputs the op reads (bias is
+ * not read), and each pair of outputs once. */
+static const unsigned char PAIRS[][2] = {
+    {GRAD_INPUT, SELF},       {GRAD_INPUT, INPUT},       {GRAD_INPUT, WEIGHT},  {GRAD_WEIGHT, SELF},
+    {GRAD_WEIGHT, INPUT},     {GRAD_WEIGHT, WEIGHT},     {GRAD_BIAS, SELF},     {GRAD_BIAS, INPUT},
+    {GRAD_BIAS, WEIGHT},      {GRAD_INPUT, GRAD_WEIGHT}, {GRAD_INPUT, GRAD_BIAS}, {GRAD_WEIGHT, GRAD_BIAS},
+};
+
+/* The quick test first, on each view's byte range [lo, hi) (lo >= hi: an
+ * empty view, or storage without an address; saturated, as the addresses
+ * are the caller's and may lie anywhere); the exact one only for ranges
+ * that intersect. */
+static aclnnStatus check_overlaps(const char *api, const view_geometry *views, const void *const *storage)
+{
+    uint64_t lo[TENSOR_COUNT], hi[TENSOR_COUNT];
+    for (int i = 0; i < TENSOR_COUNT; i++) {
+        const uint64_t base = (uintptr_t)storage[i];
+        lo[i] = base + views[i].offset_bytes;
+        hi[i] = base + views[i].end_bytes;
+        if (hi[i] < base) /* past the top: saturate, and lo with it if it passed too */
+            hi[i] = UINT64_MAX, lo[i] = lo[i] < base ? UINT64_MAX : lo[i];
+        if (!base || views[i].end_bytes == 0)
+            lo[i] = UINT64_MAX, hi[i] = 0;
+    }
+    for (size_t p = 0; p < sizeof PAIRS / sizeof *PAIRS; p++) {
+        const int a = PAIRS[p][0], b = PAIRS[p][1];
+        if (lo[a] < hi[b] && lo[b] < hi[a])
+            CTBC_RETURN_IF_FAILED(check_pair(api, views, storage, a, b));
+    }
+    return ACLNN_SUCCESS;
+}
+
+static void set_geometry(view_geometry *g, const aclTensor *t, const view_extent *extent)
+{
+    /* ranks are 1 or 3 by now; an aclTensor's unused dims are 0 */
+    _Static_assert(CTBC_MAX_DIMS >= 3, "a view of the op has 3 dims");
+    g->rank = t->rank;
+    g->dims[0] = t->view_dims[0], g->dims[1] = t->view_dims[1], g->dims[2] = t->view_dims[2];
+    g->strides[0] = t->strides[0], g->strides[1] = t->strides[1], g->strides[2] = t->strides[2];
+    g->item = item_bytes(t);
+    g->offset_bytes = g->end_bytes = 0;
+    if (extent->span_bytes > 0) {
+        g->offset_bytes = (uint64_t)extent->offset_bytes;
+        g->end_bytes = (uint64_t)extent->offset_bytes + (uint64_t)extent->span_bytes;
+    }
+}
+
 /* ---- the plan -------------------------------------------------------------- */
 
-static ctbc_layout layout_of(const aclTensor *t)
+/* An empty view's strides were never checked (it has no address to
+ * derive): the compute gets zeros, whatever the caller gave. */
+static ctbc_layout layout_of(const aclTensor *t, const view_geometry *g)
 {
     ctbc_layout layout;
     memset(&layout, 0, sizeof layout);
     layout.dtype = t->dtype == ACL_FLOAT16 ? CTBC_F16 : t->dtype == ACL_BF16 ? CTBC_BF16 : CTBC_F32;
-    for (uint64_t i = 0; i < t->rank; i++)
-        layout.stride[i] = t->strides[i];
+    if (g->end_bytes > 0)
+        for (uint64_t i = 0; i < t->rank; i++)
+            layout.stride[i] = t->strides[i];
     return layout;
 }
 
@@ -354,7 +478,8 @@ static ctbc_rounding rounding_for(int8_t cube_math_type, ctbc_soc_family soc)
     }
 }
 
-static void make_problem(ctbc_problem *p, const aclTensor *const *tensors, int64_t pad, int64_t t_out,
+static void make_problem(ctbc_problem *p, const aclTensor *const *tensors, const view_geometry *views, int64_t pad,
+                         int64_t t_out,
                          ctbc_rounding rounding)
 {
     memset(p, 0, sizeof *p);
@@ -365,13 +490,23 @@ static void make_problem(ctbc_problem *p, const aclTensor *const *tensors, int64
     p->c_out = tensors[WEIGHT]->view_dims[2];
     p->pad = pad;
     p->t_out = t_out;
-    p->grad_output = layout_of(tensors[SELF]);
-    p->input = layout_of(tensors[INPUT]);
-    p->weight = layout_of(tensors[WEIGHT]);
-    p->grad_input = layout_of(tensors[GRAD_INPUT]);
-    p->grad_weight = layout_of(tensors[GRAD_WEIGHT]);
-    p->grad_bias = layout_of(tensors[GRAD_BIAS]);
+    p->grad_output = layout_of(tensors[SELF], &views[SELF]);
+    p->input = layout_of(tensors[INPUT], &views[INPUT]);
+    p->weight = layout_of(tensors[WEIGHT], &views[WEIGHT]);
+    p->grad_input = layout_of(tensors[GRAD_INPUT], &views[GRAD_INPUT]);
+    p->grad_weight = layout_of(tensors[GRAD_WEIGHT], &views[GRAD_WEIGHT]);
+    p->grad_bias = layout_of(tensors[GRAD_BIAS], &views[GRAD_BIAS]);
     p->rounding = rounding;
+    /* With C_in = 0, input, weight and both their gradients are empty and
+     * gradBias, the sum of self, is all there is to compute; T, K and pad
+     * then only fix T_out, and nothing bounds them (T = INT64_MAX with
+     * K = INT64_MAX is a T_out of 1). The compute's blocking multiplies and
+     * rounds them up, so it gets the same T_out from the smallest ones. */
+    if (p->c_in == 0) {
+        p->t = t_out - 1;
+        p->k = 0;
+        p->pad = 0;
+    }
 }
 
 aclnnStatus aclnnConvTbcBackwardGetWorkspaceSize(const aclTensor *self, const aclTensor *input,
@@ -420,49 +555,65 @@ aclnnStatus aclnnConvTbcBackwardGetWorkspaceSize(const aclTensor *self, const ac
     aclOpExecutor *made = ctbc_executor_create(PHASE2, sizeof(op_plan), INPUT_COUNT, OUTPUT_COUNT);
     if (!made)
         return ACLNN_ERR_INNER_CREATE_EXECUTOR;
+    /* The last check works on the plan's own record of the views (phase 2
+     * repeats it there when addresses move). */
     op_plan *plan = (op_plan *)made->plan;
-    ctbc_problem problem;
-    make_problem(&problem, tensors, pad, t_out, rounding_for(cubeMathType, soc));
-    ctbc_plan_init(&plan->compute, &problem);
     for (int i = 0; i < TENSOR_COUNT; i++) {
-        plan->view_offset_bytes[i] = (uint64_t)extents[i].offset_bytes;
-        plan->view_span_bytes[i] = (size_t)extents[i].span_bytes;
+        set_geometry(&plan->views[i], tensors[i], &extents[i]);
+        plan->checked_storage[i] = tensors[i]->data;
     }
+    status = check_overlaps(PHASE1, plan->views, plan->checked_storage);
+    if (status != ACLNN_SUCCESS) {
+        ctbc_executor_discard(made);
+        return status;
+    }
+    ctbc_problem problem;
+    make_problem(&problem, tensors, plan->views, pad, t_out, rounding_for(cubeMathType, soc));
+    ctbc_plan_init(&plan->compute, &problem);
     for (int i = 0; i < INPUT_COUNT; i++)
         ctbc_executor_bind(made, (size_t)i, tensors[i], true);
     for (int i = 0; i < OUTPUT_COUNT; i++)
         ctbc_executor_bind(made, (size_t)i, tensors[INPUT_COUNT + i], false);
     made->workspace_bytes = plan->compute.workspace_bytes;
 
+    const int64_t *x = input->view_dims, *w = weight->view_dims;
     CTBC_LOG(CTBC_LOG_INFO,
              "%s: T %lld, B %lld, C_in %lld, K %lld, C_out %lld, pad %lld, T_out %lld; dtypes self %s, input %s, "
              "weight %s, gradInput %s, gradWeight %s, gradBias %s; cubeMathType %d; workspace %llu bytes; "
              "%d threads",
-             PHASE1, (long long)problem.t, (long long)problem.b, (long long)problem.c_in, (long long)problem.k,
-             (long long)problem.c_out, (long long)pad, (long long)t_out, ctbc_dtype_name(self->dtype),
-             ctbc_dtype_name(input->dtype), ctbc_dtype_name(weight->dtype), ctbc_dtype_name(gradInput->dtype),
-             ctbc_dtype_name(gradWeight->dtype), ctbc_dtype_name(gradBias->dtype), (int)cubeMathType,
-             (unsigned long long)made->workspace_bytes, plan->compute.threads);
+             PHASE1, (long long)x[0], (long long)x[1], (long long)x[2], (long long)w[0], (long long)w[2],
+             (long long)pad, (long long)t_out, ctbc_dtype_name(self->dtype), ctbc_dtype_name(input->dtype),
+             ctbc_dtype_name(weight->dtype), ctbc_dtype_name(gradInput->dtype), ctbc_dtype_name(gradWeight->dtype),
+             ctbc_dtype_name(gradBias->dtype), (int)cubeMathType, (unsigned long long)made->workspace_bytes,
+             plan->compute.threads);
     *workspaceSize = made->workspace_bytes;
     *executor = made;
     return ACLNN_SUCCESS;
 }
 
-/* Refuses views and a workspace outside device memory (checked mode). */
-static aclnnStatus check_memory(const char *api, const void *const *view_start, const size_t *view_span_bytes,
-                                const void *workspace, size_t workspace_bytes, int status)
+/* Refuses storage and a workspace outside device memory (checked mode):
+ * each view's bytes from its storage's start, so that an offset cannot
+ * carry a view from its own allocation into another. */
+static aclnnStatus check_memory(const char *api, const queued_run *run, size_t workspace_bytes, int status)
 {
     for (int i = 0; i < TENSOR_COUNT; i++)
         if (i != BIAS) /* not read by the backward pass */
             CTBC_RETURN_IF_FAILED(
-                ctbc_check_device_range(api, TENSOR_ARGUMENTS[i], view_start[i], view_span_bytes[i], status));
-    return ctbc_check_device_range(api, "workspace", workspace, workspace_bytes, status);
+                ctbc_check_device_range(api, TENSOR_ARGUMENTS[i], run->storage[i], run->end_bytes[i], status));
+    return ctbc_check_device_range(api, "workspace", run->workspace, workspace_bytes, status);
+}
+
+/* Where a view's first element is, given the (host view of the) storage;
+ * in integers, as the host path's addresses are not checked. */
+static void *view_start(void *storage, uint64_t offset_bytes, uint64_t end_bytes)
+{
+    return end_bytes > 0 ? (void *)((uintptr_t)storage + (uintptr_t)offset_bytes) : storage;
 }
 
 /* Runs a queued plan on the views of its memory. Memory freed between
  * submission and now is an error of the queued work, reported at the next
- * synchronisation, as a fault on the NPU. The views are looked up here, once
- * per tensor and run, inside the bracket that keeps aclrtFree out. */
+ * synchronisation, as a fault on the NPU. The storage is looked up here,
+ * once per tensor and run, inside the bracket that keeps aclrtFree out. */
 static aclError run_queued(void *payload)
 {
     const queued_run *run = payload;
@@ -470,9 +621,12 @@ static aclError run_queued(void *payload)
     aclError status = ACL_SUCCESS;
     ctbc_memory_use_begin();
     for (int i = 0; i < TENSOR_COUNT && status == ACL_SUCCESS; i++)
-        if (i != BIAS) /* not read by the backward pass */
-            status = ctbc_use_device_range(PHASE2, TENSOR_ARGUMENTS[i], run->view_start[i], run->view_span_bytes[i],
-                                           ACL_ERROR_RT_AICORE_EXCEPTION, &view[i]);
+        if (i != BIAS) { /* not read by the backward pass */
+            void *storage = NULL;
+            status = ctbc_use_device_range(PHASE2, TENSOR_ARGUMENTS[i], run->storage[i], run->end_bytes[i],
+                                           ACL_ERROR_RT_AICORE_EXCEPTION, &storage);
+            view[i] = view_start(storage, run->offset_bytes[i], run->end_bytes[i]);
+        }
     if (status == ACL_SUCCESS)
         status = ctbc_use_device_range(PHASE2, "workspace", run->workspace, run->compute.workspace_bytes,
                                        ACL_ERROR_RT_AICORE_EXCEPTION, &workspace);
@@ -485,29 +639,29 @@ static aclError run_queued(void *payload)
     return status;
 }
 
-/* The addresses of one run: each view's start from the executor's current
- * storage addresses. Fails for a view with elements but no data address. */
+/* The addresses of one run: each tensor's storage from the executor's
+ * current addresses, checked for overlaps again when they are not the ones
+ * phase 1 checked. Fails for a view with elements but no data address. */
 static aclnnStatus collect_run(const aclOpExecutor *executor, void *workspace, queued_run *run)
 {
     const op_plan *plan = (const op_plan *)executor->plan;
     memset(run, 0, sizeof *run);
+    bool moved = false;
     for (int i = 0; i < TENSOR_COUNT; i++) {
-        char *storage = i < INPUT_COUNT ? executor->inputs[i] : executor->outputs[i - INPUT_COUNT];
-        if (i != BIAS && plan->view_span_bytes[i] > 0 && !storage)
+        const void *storage = i < INPUT_COUNT ? executor->inputs[i] : executor->outputs[i - INPUT_COUNT];
+        if (i != BIAS && plan->views[i].end_bytes > 0 && !storage)
             return ctbc_fail(ACLNN_ERR_PARAM_NULLPTR, CTBC_EZ_PARAM, PHASE2,
                              "tensor %s has no data address; give one to aclCreateTensor or set it with "
                              "aclSet%sTensorAddr.",
                              TENSOR_NAMES[i], i < INPUT_COUNT ? "Input" : "Output");
-        /* In integers: the storage address is the caller's, and a wrong one
-         * is the memory check's to name, not undefined behaviour here. */
-        run->view_start[i] = storage ? (const void *)((uintptr_t)storage + (uintptr_t)plan->view_offset_bytes[i])
-                                     : NULL;
-        run->view_span_bytes[i] = plan->view_span_bytes[i];
+        run->storage[i] = storage;
+        run->offset_bytes[i] = plan->views[i].offset_bytes;
+        run->end_bytes[i] = plan->views[i].end_bytes;
+        moved |= i != BIAS && storage != plan->checked_storage[i];
     }
+    if (moved)
+        CTBC_RETURN_IF_FAILED(check_overlaps(PHASE2, plan->views, run->storage));
     run->compute = plan->compute;
-    run->buffers = (ctbc_buffers){run->view_start[SELF], run->view_start[INPUT], run->view_start[WEIGHT],
-                                  (void *)run->view_start[GRAD_INPUT], (void *)run->view_start[GRAD_WEIGHT],
-                                  (void *)run->view_start[GRAD_BIAS]};
     run->workspace = workspace;
     return ACLNN_SUCCESS;
 }
@@ -515,23 +669,29 @@ static aclnnStatus collect_run(const aclOpExecutor *executor, void *workspace, q
 aclnnStatus aclnnConvTbcBackward(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
                                  aclrtStream stream)
 {
-    CTBC_RETURN_IF_FAILED(ctbc_executor_check_run(executor, workspace, workspaceSize, stream, PHASE2));
+    CTBC_RETURN_IF_FAILED(ctbc_executor_begin_run(executor, workspace, workspaceSize, stream, PHASE2));
     queued_run run;
-    CTBC_RETURN_IF_FAILED(collect_run(executor, workspace, &run));
-    CTBC_RETURN_IF_FAILED(check_memory(PHASE2, run.view_start, run.view_span_bytes, workspace,
-                                       executor->workspace_bytes, ACLNN_ERR_PARAM_INVALID));
-    aclError status = ctbc_stream_submit(PHASE2, stream, run_queued, &run, sizeof run);
-    if (status != ACL_SUCCESS)
-        return status == ACL_ERROR_BAD_ALLOC ? ACLNN_ERR_INNER : status;
-    ctbc_executor_finish_run(executor);
-    return ACLNN_SUCCESS;
+    aclnnStatus status = collect_run(executor, workspace, &run);
+    if (status == ACLNN_SUCCESS)
+        status = check_memory(PHASE2, &run, executor->workspace_bytes, ACLNN_ERR_PARAM_INVALID);
+    if (status == ACLNN_SUCCESS) {
+        aclError submitted = ctbc_stream_submit(PHASE2, stream, run_queued, &run, sizeof run);
+        if (submitted != ACL_SUCCESS)
+            status = submitted == ACL_ERROR_BAD_ALLOC ? ACLNN_ERR_INNER : submitted;
+    }
+    ctbc_executor_end_run(executor, status == ACLNN_SUCCESS);
+    return status;
 }
 
 aclnnStatus ctbc_conv_tbc_backward_run_host(aclOpExecutor *executor, void *workspace)
 {
     queued_run run;
     CTBC_RETURN_IF_FAILED(collect_run(executor, workspace, &run));
-    ctbc_execute(&run.compute, &run.buffers, run.workspace);
-    ctbc_executor_finish_run(executor);
+    void *view[TENSOR_COUNT];
+    for (int i = 0; i < TENSOR_COUNT; i++)
+        view[i] = view_start((void *)run.storage[i], run.offset_bytes[i], run.end_bytes[i]);
+    const ctbc_buffers buffers = {view[SELF], view[INPUT], view[WEIGHT], view[GRAD_INPUT], view[GRAD_WEIGHT],
+                                  view[GRAD_BIAS]};
+    ctbc_execute(&run.compute, &buffers, run.workspace);
     return ACLNN_SUCCESS;
 }

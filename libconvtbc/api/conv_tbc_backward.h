@@ -8,7 +8,8 @@
 #include "aclnn/acl_meta.h"
 
 /* Phase 2 on the calling thread, for an executor whose tensors all view
- * host memory the caller owns: no device-memory checks, no stream. */
+ * host memory the caller owns: no device-memory checks, no stream. The
+ * executor stays (the caller made it and discards it). */
 aclnnStatus ctbc_conv_tbc_backward_run_host(aclOpExecutor *executor, void *workspace);
 
 #endif /* CONVTBC_API_CONV_TBC_BACKWARD_H */

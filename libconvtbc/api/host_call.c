@@ -49,8 +49,7 @@ static aclnnStatus run_both_phases(aclTensor *const *t, int64_t pad, int8_t cube
                          (unsigned long long)workspace_bytes);
     }
     aclnnStatus status = ctbc_conv_tbc_backward_run_host(executor, workspace);
-    if (status != ACLNN_SUCCESS)
-        ctbc_executor_discard(executor);
+    ctbc_executor_discard(executor);
     free(workspace);
     return status;
 }
