@@ -32,8 +32,19 @@ def tool(name):
     return shutil.which(name)
 
 
+# The sanitized library is built once per session, however many modules
+# import the fixture (test_fuzz_driver.py does).
+_ASAN_LIBRARY = []
+
+
 @pytest.fixture(scope="module")
 def asan_build(tmp_path_factory):
+    if not _ASAN_LIBRARY:
+        _ASAN_LIBRARY.append(_build_asan_library(tmp_path_factory))
+    return _ASAN_LIBRARY[0]
+
+
+def _build_asan_library(tmp_path_factory):
     meson, ninja = tool("meson"), tool("ninja")
     if not meson or not ninja:
         pytest.skip("meson/ninja not available")
