@@ -28,21 +28,7 @@ REGRESSIONS = sorted(p for p in (FUZZ_DIR / "regressions").iterdir() if p.is_fil
 # bounded run and the corpus replay switch those oracles off
 # (CONVTBC_FUZZ_IGNORE) so that they keep checking everything else. When a
 # fix lands its tests XPASS, which fails: delete the entries then.
-OPEN = {
-    "alias-gradweight-on-weight": ("alias", "issue 11 defect 5: gradWeight on weight's memory is accepted"),
-    "alias-one-tensor-two-outputs": ("alias", "issue 11 defect 5: one tensor as gradInput and gradWeight is accepted"),
-    "alias-gradinput-is-self": ("alias", "issue 11 defect 5: self passed again as gradInput is accepted"),
-    "alias-gradinput-overlaps-gradweight": ("alias", "issue 11 defect 5: gradInput overlapping gradWeight is accepted"),
-    # Found by this harness: phase 1 and 2 accept a tensor address that is
-    # not a multiple of the element size, and the compute then loads and
-    # stores floats there (UBSan: misaligned load/store). Either a refusal
-    # or bytewise access fixes it. "misaligned" as an ignored oracle keeps
-    # the fuzz cases' addresses aligned.
-    "ubsan-misaligned-gradweight-store": ("misaligned", "float store to gradWeight 1 byte off alignment "
-                                                         "(kernel_avx2.c transpose_avx2 via ctbc_store_tile)"),
-    "ubsan-misaligned-self-load": ("misaligned", "float load from self 3 bytes off alignment "
-                                                  "(pack.c load_kind via ctbc_pack_rows)"),
-}
+OPEN = {}
 IGNORED = ",".join(sorted({oracle for oracle, _ in OPEN.values()}))
 
 # Regression inputs whose defect only clang's UBSan reports (the libFuzzer

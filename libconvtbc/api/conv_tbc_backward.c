@@ -654,6 +654,12 @@ static aclnnStatus collect_run(const aclOpExecutor *executor, void *workspace, q
                              "tensor %s has no data address; give one to aclCreateTensor or set it with "
                              "aclSet%sTensorAddr.",
                              TENSOR_NAMES[i], i < INPUT_COUNT ? "Input" : "Output");
+        /* The compute reads and writes whole elements, as the NPU's vector
+         * units do: an address off the element grid is refused, not used. */
+        if (i != BIAS && plan->views[i].end_bytes > 0 && (uintptr_t)storage % (uintptr_t)plan->views[i].item != 0)
+            return ctbc_fail(ACLNN_ERR_PARAM_INVALID, CTBC_EZ_PARAM, PHASE2,
+                             "tensor %s's data address %p is not a multiple of its element size, %lld bytes.",
+                             TENSOR_NAMES[i], storage, (long long)plan->views[i].item);
         run->storage[i] = storage;
         run->offset_bytes[i] = plan->views[i].offset_bytes;
         run->end_bytes[i] = plan->views[i].end_bytes;
