@@ -34,13 +34,7 @@ IGNORED = ",".join(sorted({oracle for oracle, _ in OPEN.values()}))
 # Regression inputs whose defect only clang's UBSan reports (the libFuzzer
 # build): gcc's build computes the same values without a report, so their
 # replay here passes. Fuzz past them with CONVTBC_FUZZ_IGNORE=<the name>.
-CLANG_ONLY = {
-    # Found by this harness (issue 11's class of defect 1): for valid views
-    # of T 7, B 2^58, C_in 1, K 7, C_out 1, phase 1's workspace layout
-    # overflows int64_t (blocking.c ctbc_ws_layout_of, gw_window * gw_bn;
-    # that value is then overwritten, so the reported size is unaffected).
-    "ubsan-workspace-layout-overflow": "huge-problem",
-}
+CLANG_ONLY = {}
 
 # Regression inputs that must also run both phases: a refusal would pass
 # every oracle, but these calls are valid.

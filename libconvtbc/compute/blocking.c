@@ -144,25 +144,36 @@ void ctbc_blocking_choose(const ctbc_problem *p, ctbc_isa isa, ctbc_blocking *bl
 
 static int64_t floats64(int64_t n) { return ctbc_round_up(ctbc_max(n, 1), 16); }
 
+/* Buffer sizes of absurd problems (a batch near 2^60 with broadcast views)
+ * would overflow int64_t. They stop at a ceiling no allocation can meet, low
+ * enough that the sums and round-ups below stay defined; phase 1 then asks
+ * for a workspace nobody can allocate instead of computing garbage. */
+#define WS_CEILING (INT64_MAX / 8) /* three of them, rounded up, still fit */
+static int64_t ws_mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) || r > WS_CEILING ? WS_CEILING : r;
+}
+static int64_t ws_add(int64_t a, int64_t b) { return a + b > WS_CEILING ? WS_CEILING : a + b; }
+
 void ctbc_ws_layout_of(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *ws)
 {
     const int64_t b = p->b;
     /* grad_weight */
-    const int64_t gw_window = (int64_t)bl->gw_kc + (bl->gw_kg - 1) * b;
-    const int64_t gw_pairs = ctbc_round_up((int64_t)bl->gw_kg * ctbc_max(p->c_out, 1), bl->gw_bm);
-    const int64_t gw_c = bl->gw_taps ? gw_pairs * bl->gw_bn
-                                     : (int64_t)bl->gw_kg * bl->gw_chunk * bl->gw_bn;
-    const int64_t gw_a = (bl->gw_o_on_m ? bl->gw_kc : gw_window) * (int64_t)bl->gw_bm;
-    int64_t gw_b = (bl->gw_o_on_m ? gw_window : bl->gw_kc) * (int64_t)bl->gw_bn;
+    const int64_t gw_window = ws_add(bl->gw_kc, ws_mul(bl->gw_kg - 1, b));
+    const int64_t gw_pairs = ctbc_round_up(ws_mul(bl->gw_kg, ctbc_max(p->c_out, 1)), bl->gw_bm);
+    const int64_t gw_c = bl->gw_taps ? ws_mul(gw_pairs, bl->gw_bn) : ws_mul((int64_t)bl->gw_kg * bl->gw_chunk, bl->gw_bn);
+    const int64_t gw_a = ws_mul(bl->gw_o_on_m ? bl->gw_kc : gw_window, bl->gw_bm);
+    int64_t gw_b = ws_mul(bl->gw_o_on_m ? gw_window : bl->gw_kc, bl->gw_bn);
     int64_t gw_a_taps = 0;
     if (bl->gw_taps) {
-        gw_b = (int64_t)bl->gw_kc * bl->gw_bn;
-        gw_a_taps = (int64_t)bl->gw_kc * gw_pairs;
+        gw_b = ws_mul(bl->gw_kc, bl->gw_bn);
+        gw_a_taps = ws_mul(bl->gw_kc, gw_pairs);
     }
     /* grad_input */
-    const int64_t gi_c = (int64_t)bl->gi_chunk * bl->gi_bn;
-    const int64_t gi_a = ((int64_t)bl->gi_bm + (bl->gi_kg - 1) * b) * bl->gi_ko;
-    const int64_t gi_b = (int64_t)bl->gi_bn * bl->gi_kg * bl->gi_ko;
+    const int64_t gi_c = ws_mul(bl->gi_chunk, bl->gi_bn);
+    const int64_t gi_a = ws_mul(ws_add(bl->gi_bm, ws_mul(bl->gi_kg - 1, b)), bl->gi_ko);
+    const int64_t gi_b = ws_mul((int64_t)bl->gi_bn * bl->gi_kg, bl->gi_ko);
 
     ws->cbuf = floats64(ctbc_max(gw_c, gi_c));
     ws->abuf = floats64(ctbc_max(ctbc_max(gw_a, gw_a_taps), gi_a));

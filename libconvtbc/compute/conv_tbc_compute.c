@@ -7,6 +7,7 @@
 
 #include <omp.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -32,7 +33,13 @@ void ctbc_plan_init(ctbc_plan *plan, const ctbc_problem *problem)
     ctbc_ws_layout layout;
     ctbc_ws_layout_of(problem, &blocking, &layout);
     const int teams = blocking.parallel ? plan->threads : 1;
-    plan->workspace_bytes = (size_t)layout.per_thread * sizeof(float) * (size_t)teams + WS_ALIGN;
+    /* An absurd problem's layout sits at blocking.c's ceiling; its byte
+     * count then stops at SIZE_MAX, a workspace no allocation can meet. */
+    size_t bytes;
+    if (__builtin_mul_overflow((size_t)layout.per_thread, sizeof(float) * (size_t)teams, &bytes) ||
+        __builtin_add_overflow(bytes, (size_t)WS_ALIGN, &bytes))
+        bytes = SIZE_MAX;
+    plan->workspace_bytes = bytes;
 }
 
 /* libgomp keeps its team's threads for the next region, and fork() copies
