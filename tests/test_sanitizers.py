@@ -22,7 +22,7 @@ from test_c_programs import env_for
 
 PROGRAMS = ["bad_inputs.c", "executor_rules.c", "numerics_sweep.c", "cann_style_example.cpp", "phase1_views.c",
             "meta_objects.cpp", "meta_executor.c", "runtime_surface.c", "stream_api.c", "device_memory.c",
-            "default_copies.c", "fork_child.c"]
+            "default_copies.c", "fork_child.c", "stream_handles.c"]
 
 
 def tool(name):
