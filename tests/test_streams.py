@@ -166,6 +166,17 @@ def test_executor_race_under_thread_sanitizer(tsan_library):
     assert p.returncode == 0 and "executor_race: OK" in p.stdout, report
 
 
+@pytest.mark.slow
+def test_stream_handles_under_thread_sanitizer(tsan_library):
+    """tests/c/stream_handles.c: a stale handle after destruction, a stream
+    destroyed from its own task, and destruction racing another thread's
+    queries and synchronisations: no report."""
+    exe = tsan_program(tsan_library, "stream_handles")
+    p = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600, env=clean_env(TSAN_ENV))
+    report = p.stdout[-2000:] + p.stderr[-20000:]
+    assert "ThreadSanitizer" not in p.stderr, report
+    assert p.returncode == 0 and "stream_handles: OK" in p.stdout, report
+
 # ---- documented semantics, one fact a line ----------------------------------------
 
 SEMANTICS = r"""

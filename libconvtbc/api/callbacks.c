@@ -54,6 +54,10 @@ static pthread_once_t callbacks_once = PTHREAD_ONCE_INIT;
 static subscription *subscriptions;
 static size_t subscription_count, subscription_capacity;
 static report *queue_head, *queue_tail; /* QUEUED reports, oldest first */
+/* The stream of the callback this thread is running. */
+static _Thread_local const ctbc_stream *running_for;
+
+const ctbc_stream *ctbc_callbacks_running_for(void) { return running_for; }
 
 static void init_condition(void) { ctbc_cond_init_monotonic(&callbacks_changed); }
 
@@ -367,7 +371,9 @@ aclError aclrtProcessReport(int32_t timeout)
     while (mine) {
         report *r = mine;
         mine = r->next; /* read first: a blocking report's frame goes once it is DONE */
+        running_for = r->stream;
         r->fn(r->user_data);
+        running_for = NULL;
         if (!r->blocking) {
             free(r);
             continue;

@@ -52,6 +52,17 @@ bool ctbc_registry_contains(ctbc_registry *registry, const void *handle)
     return found;
 }
 
+bool ctbc_registry_visit(ctbc_registry *registry, const void *handle, void (*visit)(const void *handle, void *arg),
+                         void *arg)
+{
+    pthread_mutex_lock(&registry->lock);
+    bool found = find(registry, handle) >= 0;
+    if (found)
+        visit(handle, arg);
+    pthread_mutex_unlock(&registry->lock);
+    return found;
+}
+
 bool ctbc_registry_find_containing(ctbc_registry *registry, const void *address, ctbc_registry_entry *found)
 {
     uintptr_t at = (uintptr_t)address;

@@ -29,6 +29,11 @@ bool ctbc_registry_add(ctbc_registry *registry, const void *handle, size_t size)
 /* false when `handle` was not registered. */
 bool ctbc_registry_remove(ctbc_registry *registry, const void *handle);
 bool ctbc_registry_contains(ctbc_registry *registry, const void *handle);
+/* When `handle` is registered, calls visit(handle, arg) while still holding
+ * the registry's lock (so a concurrent remove cannot come between the check
+ * and what visit does, e.g. taking a reference) and returns true. */
+bool ctbc_registry_visit(ctbc_registry *registry, const void *handle, void (*visit)(const void *handle, void *arg),
+                         void *arg);
 /* Copies out the entry whose [handle, handle + size) holds `address`. */
 bool ctbc_registry_find_containing(ctbc_registry *registry, const void *address, ctbc_registry_entry *found);
 /* A malloc'd copy of the entries (free it); NULL with *count 0 when empty or

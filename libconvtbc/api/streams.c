@@ -41,7 +41,20 @@ struct ctbc_stream {
     uint32_t priority, flags;
     uint64_t failure_mode;
     uint32_t overflow_switch, user_tag, cache_op_info;
+    /* atomic: one for the stream's own life (held by the registry, then by
+     * the graveyard) plus one per call using it; the last release frees.
+     * Calls take theirs under the registry's lock, so none is taken on a
+     * stream already removed. */
+    uint32_t refs;
 };
+
+/* Destroyed streams stay here (their memory neither freed nor reused) for
+ * the next GRAVEYARD_SIZE destructions, so that a stale handle is recognised
+ * as destroyed instead of naming a newer stream at the same address. */
+enum { GRAVEYARD_SIZE = 256 };
+static pthread_mutex_t graveyard_lock = PTHREAD_MUTEX_INITIALIZER;
+static ctbc_stream *graveyard[GRAVEYARD_SIZE];
+static size_t graveyard_next;
 
 /* Streams made by aclrtCreateStream* (the handles callers may pass), and all
  * streams including the contexts' default ones (what the device runs). */
@@ -56,6 +69,58 @@ static uint32_t live_stream_count; /* atomic, default streams included */
 
 /* The stream whose worker is the calling thread. */
 static _Thread_local ctbc_stream *worker_of;
+
+static void take_ref(const void *handle, void *arg)
+{
+    (void)arg;
+    __atomic_fetch_add(&((ctbc_stream *)handle)->refs, 1, __ATOMIC_RELAXED);
+}
+
+static void release(ctbc_stream *stream)
+{
+    if (__atomic_sub_fetch(&stream->refs, 1, __ATOMIC_ACQ_REL) != 0)
+        return;
+    pthread_cond_destroy(&stream->changed);
+    pthread_mutex_destroy(&stream->lock);
+    free(stream);
+}
+
+/* A reference to the live stream `stream` names (not NULL), or NULL. */
+static ctbc_stream *acquire(ctbc_stream *stream)
+{
+    return ctbc_registry_visit(&all_streams, stream, take_ref, NULL) ? stream : NULL;
+}
+
+static bool buried(const void *handle)
+{
+    pthread_mutex_lock(&graveyard_lock);
+    bool found = false;
+    for (size_t i = 0; i < GRAVEYARD_SIZE && !found; i++)
+        found = handle && graveyard[i] == handle;
+    pthread_mutex_unlock(&graveyard_lock);
+    return found;
+}
+
+static void bury(ctbc_stream *stream)
+{
+    pthread_mutex_lock(&graveyard_lock);
+    ctbc_stream *evicted = graveyard[graveyard_next];
+    graveyard[graveyard_next] = stream;
+    graveyard_next = (graveyard_next + 1) % GRAVEYARD_SIZE;
+    pthread_mutex_unlock(&graveyard_lock);
+    if (evicted)
+        release(evicted);
+}
+
+/* The message for a handle that failed the liveness check. */
+static aclError not_live(const char *api, const void *handle)
+{
+    if (buried(handle))
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
+                         "stream %p is not a live stream: it was already destroyed", handle);
+    return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
+                     "stream %p is not a live stream (NULL is the default stream)", handle);
+}
 
 static long queued_delay_ms;
 static pthread_once_t delay_once = PTHREAD_ONCE_INIT;
@@ -201,6 +266,7 @@ ctbc_stream *ctbc_stream_new(void)
     ctbc_cond_init_monotonic(&stream->changed);
     stream->id = __atomic_fetch_add(&next_stream_id, 1, __ATOMIC_RELAXED);
     stream->priority = GREATEST_PRIORITY; /* CANN: a stream made without a priority has the greatest */
+    stream->refs = 1;
     if (pthread_create(&stream->worker, NULL, work, stream) != 0) {
         pthread_cond_destroy(&stream->changed);
         pthread_mutex_destroy(&stream->lock);
@@ -231,9 +297,9 @@ void ctbc_stream_delete(ctbc_stream *stream)
      * outlive it. */
     ctbc_callbacks_forget_stream(stream);
     __atomic_fetch_sub(&live_stream_count, 1, __ATOMIC_RELAXED);
-    pthread_cond_destroy(&stream->changed);
-    pthread_mutex_destroy(&stream->lock);
-    free(stream);
+    /* Calls that took a reference before the removal may still be using it;
+     * they find it stopping (no new work) and drained. */
+    bury(stream);
 }
 
 bool ctbc_stream_is_live(aclrtStream stream)
@@ -244,8 +310,7 @@ bool ctbc_stream_is_live(aclrtStream stream)
 aclError ctbc_check_stream(const char *api, aclrtStream stream)
 {
     if (!ctbc_stream_is_live(stream))
-        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
-                         "stream %p is not a live stream (NULL is the default stream)", stream);
+        return not_live(api, stream);
     return ACL_SUCCESS;
 }
 
@@ -260,22 +325,37 @@ ctbc_stream *ctbc_stream_resolve(aclrtStream handle)
 aclError ctbc_stream_submit_droppable(const char *api, aclrtStream handle, ctbc_task_fn fn, ctbc_task_drop_fn drop,
                                       const void *payload, size_t payload_bytes)
 {
-    ctbc_stream *stream = ctbc_stream_resolve(handle);
-    if (!stream)
+    ctbc_stream *resolved = ctbc_stream_resolve(handle);
+    if (!resolved)
         return fn((void *)payload); /* no device: nothing to queue on */
+    /* The caller checked the handle, but another thread may have destroyed
+     * the stream since: only a reference keeps it. */
+    ctbc_stream *stream = acquire(resolved);
+    if (!stream)
+        return not_live(api, resolved);
     task *job = malloc(sizeof *job + payload_bytes);
-    if (!job)
+    if (!job) {
+        release(stream);
         return ctbc_fail(ACL_ERROR_BAD_ALLOC, CTBC_EE_RUNTIME, api, "out of memory queueing work");
+    }
     job->next = NULL;
     job->run = fn;
     job->drop = drop;
     memcpy(job->payload, payload, payload_bytes);
 
     pthread_mutex_lock(&stream->lock);
+    if (stream->stopping) {
+        pthread_mutex_unlock(&stream->lock);
+        free(job);
+        release(stream);
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
+                         "stream %p is not a live stream: it is being destroyed", (void *)stream);
+    }
     aclError stopped_by = stream->stopped_by;
     if (stopped_by != ACL_SUCCESS) {
         pthread_mutex_unlock(&stream->lock);
         free(job);
+        release(stream);
         return ctbc_fail(stopped_by, CTBC_EE_RUNTIME, api,
                          "stream %p is in ACL_STOP_ON_FAILURE mode and stopped at a failed task (status %d): it "
                          "takes no more work",
@@ -287,6 +367,7 @@ aclError ctbc_stream_submit_droppable(const char *api, aclrtStream handle, ctbc_
         stream->completed++;
         pthread_mutex_unlock(&stream->lock);
         drop_tasks(job);
+        release(stream);
         return ACL_SUCCESS;
     }
     if (stream->tail)
@@ -298,6 +379,7 @@ aclError ctbc_stream_submit_droppable(const char *api, aclrtStream handle, ctbc_
     pthread_cond_broadcast(&stream->changed);
     pthread_mutex_unlock(&stream->lock);
     CTBC_LOG(CTBC_LOG_DEBUG, "%s: queued on stream %p", api, (void *)stream);
+    release(stream);
     return ACL_SUCCESS;
 }
 
@@ -419,12 +501,48 @@ aclError aclrtCreateStreamV2(aclrtStream *out, const aclrtStreamConfigHandle *ha
     return create_stream("aclrtCreateStreamV2", out, priority, flags);
 }
 
+/* aclFinalize ends the process's use of the runtime: the graveyard's streams
+ * are given back (a call still holding one keeps it until it returns). */
+static void empty_graveyard(void)
+{
+    pthread_mutex_lock(&graveyard_lock);
+    ctbc_stream *held[GRAVEYARD_SIZE];
+    memcpy(held, graveyard, sizeof held);
+    memset(graveyard, 0, sizeof graveyard);
+    graveyard_next = 0;
+    pthread_mutex_unlock(&graveyard_lock);
+    for (size_t i = 0; i < GRAVEYARD_SIZE; i++)
+        if (held[i])
+            release(held[i]);
+}
+
+/* A stream's worker waits for the task it runs (a host function, or a
+ * blocking callback run by a subscribed thread), so that task destroying the
+ * stream would wait for itself for ever. */
+static aclError check_not_own_task(const char *api, aclrtStream stream)
+{
+    if (stream && (worker_of == (ctbc_stream *)stream || ctbc_callbacks_running_for() == stream))
+        return ctbc_fail(ACL_ERROR_RT_PARAM_INVALID, CTBC_EE_RUNTIME, api,
+                         "stream %p cannot be destroyed from its own task (a host function or callback running "
+                         "on it): destroy it from another thread after the task returns",
+                         stream);
+    return ACL_SUCCESS;
+}
+
+static aclError destroy_refused(const char *api, aclrtStream stream)
+{
+    if (buried(stream))
+        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api, "stream %p was already destroyed", stream);
+    return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
+                     "stream %p is not live (never created, or already destroyed)", stream);
+}
+
 aclError aclrtDestroyStream(aclrtStream stream)
 {
     CTBC_RETURN_IF_FAILED(ctbc_require_init("aclrtDestroyStream"));
+    CTBC_RETURN_IF_FAILED(check_not_own_task("aclrtDestroyStream", stream));
     if (!stream || !ctbc_registry_remove(&created_streams, stream))
-        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, "aclrtDestroyStream",
-                         "stream %p is not live (never created, or already destroyed)", stream);
+        return destroy_refused("aclrtDestroyStream", stream);
     ctbc_stream_delete(stream);
     return ACL_SUCCESS;
 }
@@ -432,9 +550,9 @@ aclError aclrtDestroyStream(aclrtStream stream)
 aclError aclrtDestroyStreamForce(aclrtStream stream)
 {
     CTBC_RETURN_IF_FAILED(ctbc_require_init("aclrtDestroyStreamForce"));
+    CTBC_RETURN_IF_FAILED(check_not_own_task("aclrtDestroyStreamForce", stream));
     if (!stream || !ctbc_registry_remove(&created_streams, stream))
-        return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, "aclrtDestroyStreamForce",
-                         "stream %p is not live (never created, or already destroyed)", stream);
+        return destroy_refused("aclrtDestroyStreamForce", stream);
     /* Work not started is dropped; a task already running cannot be
      * interrupted on a CPU and is let finish. */
     abort_stream(stream);
@@ -517,9 +635,20 @@ static aclError stream_for(const char *api, aclrtStream handle, ctbc_stream **ou
     ctbc_context *ctx;
     CTBC_RETURN_IF_FAILED(ctbc_require_context(api, &ctx));
     CTBC_RETURN_IF_FAILED(ctbc_check_stream(api, handle));
-    *out = handle ? (ctbc_stream *)handle : ctbc_context_default_stream(ctx);
+    ctbc_stream *named = handle ? (ctbc_stream *)handle : ctbc_context_default_stream(ctx);
+    *out = acquire(named);
+    if (!*out)
+        return not_live(api, named); /* destroyed by another thread since the check */
     return ACL_SUCCESS;
 }
+
+/* A stream reference that a scope gives back when it ends, however it ends. */
+static void release_at_exit(ctbc_stream **stream)
+{
+    if (*stream)
+        release(*stream);
+}
+#define SCOPED_STREAM __attribute__((cleanup(release_at_exit)))
 
 static bool runs_without_host_sync(ctbc_stream *stream)
 {
@@ -543,9 +672,14 @@ static aclError synchronize_stream(const char *api, aclrtStream handle, int32_t 
 {
     CTBC_RETURN_IF_FAILED(ctbc_require_init(api));
     CTBC_RETURN_IF_FAILED(ctbc_check_stream(api, handle));
-    ctbc_stream *stream = ctbc_stream_resolve(handle);
-    if (!stream || runs_without_host_sync(stream))
+    ctbc_stream *resolved = ctbc_stream_resolve(handle);
+    if (!resolved)
         return ACL_SUCCESS; /* no default stream: nothing was queued */
+    ctbc_stream *stream SCOPED_STREAM = acquire(resolved);
+    if (!stream)
+        return not_live(api, resolved); /* destroyed by another thread since the check */
+    if (runs_without_host_sync(stream))
+        return ACL_SUCCESS;
     struct timespec deadline;
     if (timeout > 0)
         ctbc_deadline_after_ms(&deadline, timeout);
@@ -607,7 +741,7 @@ aclError aclrtStreamQuery(aclrtStream handle, aclrtStreamStatus *status)
     static const char API[] = "aclrtStreamQuery";
     if (!status)
         return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, API, "status must not be NULL");
-    ctbc_stream *stream;
+    ctbc_stream *stream SCOPED_STREAM = NULL;
     CTBC_RETURN_IF_FAILED(stream_for(API, handle, &stream));
     pthread_mutex_lock(&stream->lock);
     bool done = stream->completed == stream->submitted || (stream->flags & NO_HOST_SYNC_FLAGS);
@@ -624,7 +758,10 @@ aclError aclrtStreamAbort(aclrtStream stream)
         return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, API,
                          "stream must not be NULL: the default stream cannot be aborted");
     CTBC_RETURN_IF_FAILED(ctbc_check_stream(API, stream));
-    abort_stream(stream);
+    ctbc_stream *held SCOPED_STREAM = acquire(stream);
+    if (!held)
+        return not_live(API, stream);
+    abort_stream(held);
     return ACL_SUCCESS;
 }
 
@@ -635,7 +772,7 @@ aclError aclrtStreamGetPriority(aclrtStream handle, uint32_t *priority)
     static const char API[] = "aclrtStreamGetPriority";
     if (!priority)
         return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, API, "priority must not be NULL");
-    ctbc_stream *stream;
+    ctbc_stream *stream SCOPED_STREAM = NULL;
     CTBC_RETURN_IF_FAILED(stream_for(API, handle, &stream));
     pthread_mutex_lock(&stream->lock);
     *priority = stream->priority;
@@ -648,7 +785,7 @@ aclError aclrtStreamGetFlags(aclrtStream handle, uint32_t *flags)
     static const char API[] = "aclrtStreamGetFlags";
     if (!flags)
         return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, API, "flags must not be NULL");
-    ctbc_stream *stream;
+    ctbc_stream *stream SCOPED_STREAM = NULL;
     CTBC_RETURN_IF_FAILED(stream_for(API, handle, &stream));
     pthread_mutex_lock(&stream->lock);
     *flags = stream->flags;
@@ -661,7 +798,7 @@ aclError aclrtStreamGetId(aclrtStream handle, int32_t *streamId)
     static const char API[] = "aclrtStreamGetId";
     if (!streamId)
         return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, API, "streamId must not be NULL");
-    ctbc_stream *stream;
+    ctbc_stream *stream SCOPED_STREAM = NULL;
     CTBC_RETURN_IF_FAILED(stream_for(API, handle, &stream));
     *streamId = stream->id; /* fixed at creation */
     return ACL_SUCCESS;
@@ -693,7 +830,7 @@ aclError aclrtGetStreamAvailableNum(uint32_t *streamCount)
 
 static aclError set_failure_mode(const char *api, aclrtStream handle, uint64_t requested)
 {
-    ctbc_stream *stream;
+    ctbc_stream *stream SCOPED_STREAM = NULL;
     CTBC_RETURN_IF_FAILED(stream_for(api, handle, &stream));
     if (!handle)
         return ctbc_fail(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, CTBC_EE_RUNTIME, api,
@@ -723,7 +860,7 @@ aclError aclrtSetStreamOverflowSwitch(aclrtStream handle, uint32_t flag)
     static const char API[] = "aclrtSetStreamOverflowSwitch";
     if (flag > 1)
         return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, API, "flag %u is invalid: expected 0 or 1", flag);
-    ctbc_stream *stream;
+    ctbc_stream *stream SCOPED_STREAM = NULL;
     CTBC_RETURN_IF_FAILED(stream_for(API, handle, &stream));
     pthread_mutex_lock(&stream->lock);
     stream->overflow_switch = flag;
@@ -736,7 +873,7 @@ aclError aclrtGetStreamOverflowSwitch(aclrtStream handle, uint32_t *flag)
     static const char API[] = "aclrtGetStreamOverflowSwitch";
     if (!flag)
         return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, API, "flag must not be NULL");
-    ctbc_stream *stream;
+    ctbc_stream *stream SCOPED_STREAM = NULL;
     CTBC_RETURN_IF_FAILED(stream_for(API, handle, &stream));
     pthread_mutex_lock(&stream->lock);
     *flag = stream->overflow_switch;
@@ -762,7 +899,7 @@ aclError aclrtSetStreamAttribute(aclrtStream handle, aclrtStreamAttr stmAttrType
     if (stmAttrType == ACL_STREAM_ATTR_FLOAT_OVERFLOW_CHECK && value->overflowSwitch > 1)
         return ctbc_fail(ACL_ERROR_RT_PARAM_INVALID, CTBC_EE_RUNTIME, API,
                          "overflowSwitch %u is invalid: expected 0 or 1", value->overflowSwitch);
-    ctbc_stream *stream;
+    ctbc_stream *stream SCOPED_STREAM = NULL;
     CTBC_RETURN_IF_FAILED(stream_for(API, handle, &stream));
     aclError status = ACL_SUCCESS;
     pthread_mutex_lock(&stream->lock);
@@ -782,7 +919,7 @@ aclError aclrtGetStreamAttribute(aclrtStream handle, aclrtStreamAttr stmAttrType
     static const char API[] = "aclrtGetStreamAttribute";
     if (!value)
         return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, API, "value must not be NULL");
-    ctbc_stream *stream;
+    ctbc_stream *stream SCOPED_STREAM = NULL;
     CTBC_RETURN_IF_FAILED(stream_for(API, handle, &stream));
     aclError status = ACL_SUCCESS;
     pthread_mutex_lock(&stream->lock);
@@ -806,6 +943,7 @@ void ctbc_streams_shutdown(void)
 {
     ctbc_callbacks_shutdown();
     ctbc_registry_clear(&created_streams, delete_stream);
+    empty_graveyard();
 }
 
 void ctbc_streams_after_fork(void)
@@ -817,4 +955,7 @@ void ctbc_streams_after_fork(void)
     pthread_rwlock_init(&streams_in_sync, NULL);
     __atomic_store_n(&live_stream_count, 0, __ATOMIC_RELAXED);
     worker_of = NULL;
+    /* The graveyard's streams stay: they are plain memory, and no thread of
+     * the child holds one. */
+    pthread_mutex_init(&graveyard_lock, NULL);
 }

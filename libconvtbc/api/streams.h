@@ -92,6 +92,9 @@ void ctbc_events_wake_waiters(void);
 void ctbc_callbacks_wake_waiters(void);
 void ctbc_callbacks_forget_stream(const ctbc_stream *stream);
 void ctbc_callbacks_shutdown(void);
+/* The stream whose callback the calling thread is running in
+ * aclrtProcessReport, or NULL. */
+const ctbc_stream *ctbc_callbacks_running_for(void);
 
 /* In a fork()ed child, on its only thread (called by the runtime's fork
  * handler): the parent's streams, events, subscriptions and queued reports
