@@ -151,6 +151,13 @@ static void child_without_runtime(void *arg)
      * DEFAULT takes the pointer for the device memory it was, and refuses
      * it. */
     const char *guard = getenv("CONVTBC_GUARD_DEVICE_MEMORY");
+#if defined(__SANITIZE_ADDRESS__)
+    /* Under ASan the premise cannot be held: its allocator maps memory
+     * wherever the parent's block was, and may do so while the library
+     * reads /proc/self/maps, after this check; the child then owns memory
+     * there, which the copy may use. */
+    guard = "0";
+#endif
     if ((!guard || strcmp(guard, "0") != 0) && !mapped_here(from->device)) {
         CODE(aclrtMemcpy(host, N, from->device, N, ACL_MEMCPY_DEFAULT), ACL_ERROR_RT_PARAM_INVALID);
         expect_parent_named("aclrtMemcpy DEFAULT from the parent's device memory");
