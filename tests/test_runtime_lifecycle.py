@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pytest
 
+from test_streams import tsan_library, tsan_program  # noqa: F401 (a fixture)
 from conftest import C_DIR, REPO_ROOT, run_python
 
 PRELUDE = """
@@ -255,33 +256,9 @@ def test_config_path(tmp_path):
 
 # ---- many threads: tests/c/runtime_threads.c under ThreadSanitizer ------------
 
-def _tool(name):
-    cand = Path(sys.executable).parent / name
-    return str(cand) if cand.exists() else shutil.which(name)
-
-
 @pytest.fixture(scope="module")
-def threads_under_tsan(tmp_path_factory):
-    meson, ninja, cc = _tool("meson"), _tool("ninja"), shutil.which("gcc")
-    if not meson or not ninja or not cc:
-        pytest.skip("meson, ninja and gcc are needed for the ThreadSanitizer build")
-    build = tmp_path_factory.mktemp("tsan_runtime")
-    env = dict(os.environ)
-    env["PATH"] = str(Path(ninja).parent) + os.pathsep + env.get("PATH", "")
-    setup = subprocess.run([meson, "setup", str(build), str(REPO_ROOT), "-Db_sanitize=thread", "-Db_lundef=false",
-                            "-Dbuildtype=debugoptimized"], capture_output=True, text=True, env=env, timeout=300)
-    assert setup.returncode == 0, setup.stdout + setup.stderr
-    comp = subprocess.run([ninja, "-C", str(build)], capture_output=True, text=True, env=env, timeout=900)
-    assert comp.returncode == 0, comp.stdout[-5000:] + comp.stderr[-5000:]
-    lib_file = next(p for p in build.rglob("libconvtbc.so*")
-                    if p.is_file() and not p.is_symlink() and p.read_bytes()[:4] == b"\x7fELF")
-    exe = build / "runtime_threads_tsan"
-    cmd = [cc, "-std=c11", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=thread", f"-I{REPO_ROOT / 'include'}",
-           f"-I{REPO_ROOT / 'include' / 'aclnn'}", str(C_DIR / "runtime_threads.c"), "-o", str(exe), str(lib_file),
-           f"-Wl,-rpath,{lib_file.parent}", "-pthread", "-lm"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
-    return exe
+def threads_under_tsan(tsan_library):
+    return tsan_program(tsan_library, "runtime_threads")
 
 
 @pytest.mark.slow

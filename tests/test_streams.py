@@ -87,8 +87,19 @@ def tool(name):
     return str(cand) if cand.exists() else shutil.which(name)
 
 
+# The ThreadSanitizer library is built once per session, however many
+# modules use the fixture (test_runtime_lifecycle.py does).
+_TSAN_LIBRARY = []
+
+
 @pytest.fixture(scope="module")
 def tsan_library(tmp_path_factory):
+    if not _TSAN_LIBRARY:
+        _TSAN_LIBRARY.append(_build_tsan_library(tmp_path_factory))
+    return _TSAN_LIBRARY[0]
+
+
+def _build_tsan_library(tmp_path_factory):
     meson, ninja = tool("meson"), tool("ninja")
     cc = shutil.which("gcc")
     if not meson or not ninja or not cc:
