@@ -271,6 +271,25 @@ def test_unknown_soc_is_refused_and_changes_nothing():
     assert convtbc_py.soc_name() == before
 
 
+def test_unknown_soc_in_the_environment_fails_acl_init(tmp_path):
+    """A misspelt CONVTBC_SOC_VERSION must not quietly test against the
+    default SoC: aclInit refuses it (ACL_ERROR_INVALID_PARAM) and says which
+    names exist; unset, it starts."""
+    code = """
+    import convtbc_py
+    from convtbc_py import ffi, lib
+    status = lib.aclInit(ffi.NULL)
+    text = lib.aclGetRecentErrMsg()
+    print("message", ffi.string(text).decode() if text != ffi.NULL else "-")
+    print("status", status)
+    """
+    result = finish(start_fresh(code, {"CONVTBC_SOC_VERSION": "Ascend910C"}, tmp_path))
+    assert int(result["status"]) == ACL_ERROR_INVALID_PARAM
+    assert "CONVTBC_SOC_VERSION" in result["message"] and "'Ascend910C'" in result["message"]
+    assert "Ascend910B1" in result["message"] and "Ascend950" in result["message"]
+    assert int(finish(start_fresh(code, {}, tmp_path))["status"]) == 0
+
+
 def start_fresh(code, env_extra, cwd):
     """`code` in a new interpreter (the library loads afresh), outside the
     source tree so that the installed package is imported; a Popen."""

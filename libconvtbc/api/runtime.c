@@ -15,6 +15,7 @@
 #include "api/log.h"
 #include "api/memory.h"
 #include "api/registry.h"
+#include "api/soc_profile.h"
 #include "compute/float_convert.h"
 
 /* The one emulated device. */
@@ -333,6 +334,7 @@ static aclError init_locked(const char *configPath)
         return ctbc_fail(ACL_ERROR_REPEAT_INITIALIZE, CTBC_EE_RUNTIME, "aclInit",
                          "ACL is already initialised (reference count now %llu)", (unsigned long long)init_refs);
     }
+    CTBC_RETURN_IF_FAILED(ctbc_soc_check_environment("aclInit"));
     char *text;
     size_t bytes;
     CTBC_RETURN_IF_FAILED(read_config(configPath, &text, &bytes));

@@ -37,6 +37,12 @@ static const ctbc_soc_profile *find(const char *name)
     return NULL;
 }
 
+#define SOC_NAMES "Ascend910B1-4, Ascend910_9391/9392, Ascend910A, Ascend910ProA or Ascend950"
+
+/* The CONVTBC_SOC_VERSION read at load when it names no profile (the
+ * default is emulated meanwhile; aclInit refuses it, see below). */
+static const char *unknown_environment_name;
+
 static void choose_from_environment(void)
 {
     const char *name = getenv("CONVTBC_SOC_VERSION");
@@ -44,8 +50,19 @@ static void choose_from_environment(void)
     if (profile)
         chosen = profile;
     else if (name && *name)
-        ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, "CONVTBC_SOC_VERSION",
-                  "unknown SoC '%s'; emulating %s", name, chosen->name);
+        unknown_environment_name = name;
+}
+
+aclError ctbc_soc_check_environment(const char *api)
+{
+    pthread_once(&choose_once, choose_from_environment);
+    if (!unknown_environment_name)
+        return ACL_SUCCESS;
+    /* A typo must not silently test against the default SoC's rules. */
+    return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, api,
+                     "CONVTBC_SOC_VERSION is '%s', which names no SoC convtbc emulates: expected " SOC_NAMES
+                     " (or unset, for Ascend910B1)",
+                     unknown_environment_name);
 }
 
 const ctbc_soc_profile *ctbc_soc(void)
@@ -62,8 +79,7 @@ aclError convtbcSetSocVersion(const char *socName)
     const ctbc_soc_profile *profile = find(socName);
     if (!profile)
         return ctbc_fail(ACL_ERROR_INVALID_PARAM, CTBC_EE_RUNTIME, "convtbcSetSocVersion",
-                         "unknown SoC '%s': expected Ascend910B1-4, Ascend910_9391/9392, Ascend910A, "
-                         "Ascend910ProA or Ascend950",
+                         "unknown SoC '%s': expected " SOC_NAMES,
                          socName ? socName : "(null)");
     __atomic_store_n(&chosen, profile, __ATOMIC_RELEASE);
     return ACL_SUCCESS;

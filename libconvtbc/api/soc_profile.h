@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "acl/acl_base.h"
+
 typedef enum {
     CTBC_SOC_ATLAS_A2,       /* Ascend910B*: FLOAT, FLOAT16, BFLOAT16 */
     CTBC_SOC_ATLAS_A3,       /* Ascend910_93*: as A2 */
@@ -34,6 +36,10 @@ typedef struct {
 } ctbc_soc_profile;
 
 const ctbc_soc_profile *ctbc_soc(void);
+
+/* ACL_ERROR_INVALID_PARAM, with a message for `api`, when
+ * CONVTBC_SOC_VERSION names no profile (aclInit refuses to start then). */
+aclError ctbc_soc_check_environment(const char *api);
 
 
 
