@@ -290,6 +290,24 @@ def test_unknown_soc_in_the_environment_fails_acl_init(tmp_path):
     assert int(finish(start_fresh(code, {}, tmp_path))["status"]) == 0
 
 
+def test_unknown_soc_in_the_environment_fails_the_numpy_call(tmp_path):
+    """The numpy front end needs no aclInit, so its call refuses the name."""
+    code = """
+    import numpy as np
+    import convtbc_py
+    g = np.ones((5, 1, 2), np.float32); w = np.ones((1, 2, 2), np.float32); b = np.ones(2, np.float32)
+    try:
+        convtbc_py.conv_tbc_backward(g, g, w, b, 0)
+        print("status 0")
+    except convtbc_py.AclError as e:
+        print("message", e.message)
+        print("status", e.status)
+    """
+    result = finish(start_fresh(code, {"CONVTBC_SOC_VERSION": "ascend910b1"}, tmp_path))
+    assert int(result["status"]) == ACL_ERROR_INVALID_PARAM
+    assert "'ascend910b1'" in result["message"]
+
+
 def start_fresh(code, env_extra, cwd):
     """`code` in a new interpreter (the library loads afresh), outside the
     source tree so that the installed package is imported; a Popen."""

@@ -9,6 +9,7 @@
 #include "api/conv_tbc_backward.h"
 #include "api/errors.h"
 #include "api/executor.h"
+#include "api/soc_profile.h"
 #include "convtbc/convtbc_ext.h"
 
 enum { OPERANDS = 7 };
@@ -62,7 +63,8 @@ aclnnStatus convtbcConvTbcBackwardOnHost(const convtbcHostTensor *self, const co
     const convtbcHostTensor *const operands[OPERANDS] = {self,      input,      weight,  bias,
                                                          gradInput, gradWeight, gradBias};
     aclTensor *tensors[OPERANDS] = {NULL};
-    aclnnStatus status = ACLNN_SUCCESS;
+    /* This call stands in for aclInit too: it refuses what aclInit would. */
+    aclnnStatus status = ctbc_soc_check_environment(API);
     for (int i = 0; i < OPERANDS && status == ACLNN_SUCCESS; i++) {
         bool refused = false;
         tensors[i] = tensor_of(operands[i], &refused);
