@@ -284,3 +284,25 @@ def test_meson_prefix_install_gives_the_same_tree(tree, prefix_tree):
 @pytest.mark.slow
 def test_cann_sample_against_the_meson_prefix_tree(prefix_tree, tmp_path):
     _check_sample_output(_build_sample(prefix_tree, tmp_path))
+
+
+def _doc_blocks(path, language):
+    """The fenced code blocks of one language in a markdown file, in order."""
+    return re.findall(rf"^```{language}\n(.*?)^```", path.read_text(), re.M | re.S)
+
+
+@pytest.mark.slow
+def test_ci_recipe_builds_and_tests_a_cann_project(convtbc_cli, tmp_path):
+    """docs/testing-with-convtbc.md's C++ job, after its install line, as
+    written: set_env.sh from `convtbc config --prefix`, the project's CMake
+    build, ctest with the stream delay; the project is examples/cann_sample,
+    whose test exits 1 on a wrong gradient."""
+    job = _doc_blocks(REPO_ROOT / "docs" / "testing-with-convtbc.md", "sh")[0].splitlines()
+    assert "pip install" in job[0] and len(job) == 4
+    script = "\n".join(job[1:]).replace("/tmp/convtbc/bin/convtbc", shlex.quote(convtbc_cli))
+    project = tmp_path / "project"
+    shutil.copytree(SAMPLE_DIR, project)
+    cmake = Path(_tool("cmake"))
+    path = os.pathsep.join([str(cmake.parent), "/usr/local/bin", "/usr/bin", "/bin"])
+    out = _run(["env", "-i", f"PATH={path}", f"HOME={tmp_path}", "bash", "-c", "set -e\n" + script], cwd=project)
+    assert re.search(r"^100% tests passed.* out of 1$", out, re.M), out
