@@ -9,10 +9,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/types.h>
-#include <unistd.h>
 
 #include "compute/driver.h"
+#include "compute/team.h"
 
 /* The workspace base is only promised to be 16-byte aligned; sub-buffers
  * are 64-byte aligned from the first 64-byte boundary inside it. */
@@ -40,23 +39,6 @@ void ctbc_plan_init(ctbc_plan *plan, const ctbc_problem *problem)
         __builtin_add_overflow(bytes, (size_t)WS_ALIGN, &bytes))
         bytes = SIZE_MAX;
     plan->workspace_bytes = bytes;
-}
-
-/* libgomp keeps its team's threads for the next region, and fork() copies
- * only the calling thread: a child of a process that ran a region would
- * wait in its next one for threads that do not exist. The first process to
- * start a team owns OpenMP here; in any other (a fork()ed child, however
- * deep) the work runs on the calling thread, with the same results, since
- * they do not depend on the thread count. */
-static pid_t team_owner; /* atomic; 0 until a team is started */
-
-static bool may_start_team(void)
-{
-    const pid_t me = getpid();
-    pid_t owner = 0;
-    if (__atomic_compare_exchange_n(&team_owner, &owner, me, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        return true;
-    return owner == me;
 }
 
 /* Worker `worker`'s slice of the workspace. */
@@ -103,7 +85,7 @@ void ctbc_execute(const ctbc_plan *plan, const ctbc_buffers *buffers, void *work
     const int64_t n_gw = ctbc_grad_weight_tiles(&run);
     const int64_t n_gi = ctbc_grad_input_tiles(&run);
     const int64_t n_items = n_gw + n_gi + ctbc_grad_bias_tiles(&run);
-    const int parallel = run.blocking.parallel && plan->threads > 1 && n_items > 1 && may_start_team();
+    const int parallel = run.blocking.parallel && plan->threads > 1 && n_items > 1 && ctbc_may_start_team();
 
     if (!parallel) {
         /* not even an `if (0)` region: libgomp still sets up a team for one,

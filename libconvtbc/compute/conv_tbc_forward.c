@@ -1,0 +1,311 @@
+/*
+ * The forward op's implementations, in order of preference; the plan takes
+ * the first that applies (or the one CONVTBC_FORCE_IMPL names), and the
+ * plain reference comes last and always applies.
+ *
+ *   forward_gemm       one GEMM over the micro-kernel: rows are the (t, b)
+ *                      output positions, columns the output channels, the
+ *                      reduction (tap, input channel). self is copied once
+ *                      into a float32 sequence with K-1 zero steps at each
+ *                      end, so every row reads the same taps and the rows
+ *                      are evenly spaced (a tile may span time steps);
+ *                      weight is packed into panels of nr output channels.
+ *   forward_reference  plain loops, one output element at a time.
+ *
+ * Both sum the products of one output element in float32 in a fixed order,
+ * then add the rounded bias and round the result, so their bits do not
+ * depend on the thread count.
+ */
+#include "compute/conv_tbc_forward.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compute/cpu_features.h"
+#include "compute/float_convert.h"
+#include "compute/team.h"
+
+/* The workspace base is only promised to be 16-byte aligned. */
+#define WS_ALIGN 64
+/* Below this many flops a team costs more than it saves. */
+#define PARALLEL_FLOPS 2e6
+
+typedef struct {
+    const ctbc_forward_plan *plan;
+    const ctbc_forward_problem *p;
+    const ctbc_kernel *kernel;
+    const void *self, *weight, *bias;
+    void *out;
+    float *bias_rounded; /* c_out values, bias as CANN adds it */
+} forward_run;
+
+typedef struct {
+    const char *name;
+    /* Scratch in floats (besides the rounded bias); SIZE_MAX: too large. */
+    size_t (*scratch_floats)(const ctbc_forward_problem *p, const ctbc_kernel *kernel);
+    /* Fills out; called by every thread of the team (or by one). */
+    void (*run)(const forward_run *run, float *scratch);
+} forward_implementation;
+
+/* ---- numerics ------------------------------------------------------------ */
+
+static float load(const void *base, ctbc_dtype dtype, int64_t index)
+{
+    switch (dtype) {
+    case CTBC_F16: return ctbc_f16_to_f32(((const uint16_t *)base)[index]);
+    case CTBC_BF16: return ctbc_bf16_to_f32(((const uint16_t *)base)[index]);
+    default: return ((const float *)base)[index];
+    }
+}
+
+static float round_to(float v, ctbc_dtype dtype)
+{
+    switch (dtype) {
+    case CTBC_F16: return ctbc_round_fp16(v);
+    case CTBC_BF16: return ctbc_bf16_to_f32(ctbc_f32_to_bf16(v));
+    default: return v;
+    }
+}
+
+/* An operand as the cube unit multiplies it. */
+static float operand(const ctbc_forward_problem *p, const void *base, ctbc_dtype dtype, int64_t index)
+{
+    const float v = load(base, dtype, index);
+    if (p->hf32)
+        return ctbc_round_hf32(v);
+    return dtype == p->compute_dtype ? v : round_to(v, p->compute_dtype);
+}
+
+/* The sum rounded to the compute dtype, then stored in out's. */
+static void store(const ctbc_forward_problem *p, void *out, int64_t index, float sum)
+{
+    const float v = round_to(sum, p->compute_dtype);
+    switch (p->out.dtype) {
+    case CTBC_F16: ((uint16_t *)out)[index] = ctbc_f32_to_f16(v); break;
+    case CTBC_BF16: ((uint16_t *)out)[index] = ctbc_f32_to_bf16(v); break;
+    default: ((float *)out)[index] = v;
+    }
+}
+
+static int64_t out_index(const ctbc_forward_problem *p, int64_t t, int64_t b, int64_t o)
+{
+    return t * p->out.stride[0] + b * p->out.stride[1] + o * p->out.stride[2];
+}
+
+/* Output steps that read only padding get the bias alone. */
+static void bias_only_steps(const forward_run *run, int64_t t_begin, int64_t t_end)
+{
+    const ctbc_forward_problem *p = run->p;
+#pragma omp for schedule(static)
+    for (int64_t t = t_begin; t < t_end; t++)
+        for (int64_t b = 0; b < p->b; b++)
+            for (int64_t o = 0; o < p->c_out; o++)
+                store(p, run->out, out_index(p, t, b, o), 0.0f + run->bias_rounded[o]);
+}
+
+/* ---- forward_gemm ------------------------------------------------------- */
+
+static int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
+
+/* Steps of the zero-extended copy of self, and its rows (time step, batch)
+ * plus room for one tile's overhang. */
+static int64_t sequence_rows(const ctbc_forward_problem *p, const ctbc_kernel *kernel)
+{
+    return (p->t + 2 * (p->k - 1)) * p->b + kernel->mr;
+}
+
+static size_t gemm_scratch(const ctbc_forward_problem *p, const ctbc_kernel *kernel)
+{
+    /* Sizes come from tensors that exist, but the products may still not
+     * fit size_t for absurd shapes: then no workspace can be allocated. */
+    size_t sequence, panels, total;
+    if (__builtin_mul_overflow((size_t)sequence_rows(p, kernel), (size_t)p->c_in, &sequence) ||
+        __builtin_mul_overflow((size_t)round_up(p->c_out, kernel->nr), (size_t)p->k, &panels) ||
+        __builtin_mul_overflow(panels, (size_t)p->c_in, &panels) || __builtin_add_overflow(sequence, panels, &total))
+        return SIZE_MAX;
+    return total;
+}
+
+static void gemm_run(const forward_run *run, float *scratch)
+{
+    const ctbc_forward_problem *p = run->p;
+    const ctbc_kernel *kernel = run->kernel;
+    const int64_t mr = kernel->mr, nr = kernel->nr, c_in = p->c_in, b_count = p->b, k_count = p->k;
+    const int64_t steps = p->t + 2 * (k_count - 1);
+    float *sequence = scratch;
+    float *panels = scratch + sequence_rows(p, kernel) * c_in;
+    const int64_t panel_count = round_up(p->c_out, nr) / nr;
+
+    /* self, rounded and widened, with K-1 zero steps on either side and a
+     * zero tail the last tile may read. */
+#pragma omp for schedule(static)
+    for (int64_t u = 0; u < steps + 1; u++) {
+        const int64_t rows = u < steps ? b_count : mr; /* the tail: one tile's overhang */
+        for (int64_t b = 0; b < rows; b++) {
+            float *row = sequence + (u * b_count + b) * c_in;
+            const int64_t t = u - (k_count - 1);
+            if (u >= steps || t < 0 || t >= p->t) {
+                memset(row, 0, (size_t)c_in * sizeof *row);
+                continue;
+            }
+            for (int64_t c = 0; c < c_in; c++)
+                row[c] = operand(p, run->self, p->self.dtype,
+                                 t * p->self.stride[0] + b * p->self.stride[1] + c * p->self.stride[2]);
+        }
+    }
+    /* weight, rounded, in panels [panel][tap][c_in][nr], zero past c_out. */
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < panel_count * k_count; item++) {
+        const int64_t panel = item / k_count, k = item % k_count;
+        float *dst = panels + item * c_in * nr;
+        for (int64_t c = 0; c < c_in; c++)
+            for (int64_t j = 0; j < nr; j++) {
+                const int64_t o = panel * nr + j;
+                dst[c * nr + j] = o < p->c_out ? operand(p, run->weight, p->weight.dtype,
+                                                         k * p->weight.stride[0] + c * p->weight.stride[1] +
+                                                             o * p->weight.stride[2])
+                                               : 0.0f;
+            }
+    }
+    /* (implicit barrier: the tiles read both copies) */
+
+    const int64_t t_lo = run->plan->t_lo, rows = (run->plan->t_hi - t_lo) * b_count;
+    const int64_t row_tiles = (rows + mr - 1) / mr;
+    /* Output step t reads sequence steps t - pad + K - 1 + k, k < K. */
+    const float *first_row = sequence + (t_lo - p->pad + k_count - 1) * b_count * c_in;
+    const ctbc_ukr_args args = {.n_outer = k_count,
+                                .n_inner = c_in,
+                                .a_row = c_in,
+                                .a_inner = 1,
+                                .a_outer = b_count * c_in,
+                                .b_inner = nr,
+                                .b_outer = c_in * nr,
+                                .overwrite = 1};
+    /* Panel-major, so a thread's run of tiles reuses one weight panel. */
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < panel_count * row_tiles; item++) {
+        const int64_t panel = item / row_tiles, row0 = item % row_tiles * mr;
+        float tile[CTBC_MR_MAX * CTBC_NR_MAX];
+        kernel->ukr(&args, first_row + row0 * c_in, panels + panel * k_count * c_in * nr, tile, nr);
+        const int64_t o0 = panel * nr;
+        const int64_t m = rows - row0 < mr ? rows - row0 : mr, n = p->c_out - o0 < nr ? p->c_out - o0 : nr;
+        for (int64_t i = 0; i < m; i++) {
+            const int64_t t = t_lo + (row0 + i) / b_count, b = (row0 + i) % b_count;
+            for (int64_t j = 0; j < n; j++)
+                store(p, run->out, out_index(p, t, b, o0 + j), tile[i * nr + j] + run->bias_rounded[o0 + j]);
+        }
+    }
+}
+
+/* ---- forward_reference ---------------------------------------------------- */
+
+static size_t reference_scratch(const ctbc_forward_problem *p, const ctbc_kernel *kernel)
+{
+    (void)p, (void)kernel;
+    return 0;
+}
+
+static void reference_run(const forward_run *run, float *scratch)
+{
+    (void)scratch;
+    const ctbc_forward_problem *p = run->p;
+#pragma omp for schedule(static)
+    for (int64_t t = run->plan->t_lo; t < run->plan->t_hi; t++)
+        for (int64_t b = 0; b < p->b; b++)
+            for (int64_t o = 0; o < p->c_out; o++) {
+                float sum = 0.0f;
+                for (int64_t k = 0; k < p->k; k++) {
+                    const int64_t u = t + k - p->pad;
+                    if (u < 0 || u >= p->t)
+                        continue;
+                    for (int64_t c = 0; c < p->c_in; c++)
+                        sum += operand(p, run->self, p->self.dtype,
+                                       u * p->self.stride[0] + b * p->self.stride[1] + c * p->self.stride[2]) *
+                               operand(p, run->weight, p->weight.dtype,
+                                       k * p->weight.stride[0] + c * p->weight.stride[1] + o * p->weight.stride[2]);
+                }
+                store(p, run->out, out_index(p, t, b, o), sum + run->bias_rounded[o]);
+            }
+}
+
+static const forward_implementation IMPLEMENTATIONS[] = {
+    {"forward_gemm", gemm_scratch, gemm_run},
+    {"forward_reference", reference_scratch, reference_run},
+};
+enum { IMPLEMENTATION_COUNT = sizeof IMPLEMENTATIONS / sizeof *IMPLEMENTATIONS };
+
+/* ---- plan and execute ----------------------------------------------------- */
+
+/* The implementation CONVTBC_FORCE_IMPL names (a comma-separated list of
+ * names, across ops), or -1. */
+static int forced_implementation(void)
+{
+    const char *list = getenv("CONVTBC_FORCE_IMPL");
+    for (int i = 0; list && i < IMPLEMENTATION_COUNT; i++) {
+        const size_t n = strlen(IMPLEMENTATIONS[i].name);
+        for (const char *at = strstr(list, IMPLEMENTATIONS[i].name); at; at = strstr(at + 1, IMPLEMENTATIONS[i].name))
+            if ((at == list || at[-1] == ',') && (at[n] == '\0' || at[n] == ','))
+                return i;
+    }
+    return -1;
+}
+
+void ctbc_forward_plan_init(ctbc_forward_plan *plan, const ctbc_forward_problem *problem)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->problem = *problem;
+    plan->isa = (int)ctbc_isa_select();
+    const int forced = forced_implementation();
+    plan->implementation = forced >= 0 ? forced : 0;
+    /* Output steps t whose taps t + k - pad (k < K) meet self; the others
+     * read only padding. */
+    int64_t t_lo = problem->pad - (problem->k - 1), t_hi = problem->t + problem->pad;
+    t_lo = t_lo < 0 ? 0 : t_lo > problem->t_out ? problem->t_out : t_lo;
+    t_hi = t_hi > problem->t_out ? problem->t_out : t_hi < t_lo ? t_lo : t_hi;
+    plan->t_lo = t_lo, plan->t_hi = t_hi;
+    const double flops = 2.0 * (double)problem->t_out * (double)problem->b * (double)problem->c_in *
+                         (double)problem->c_out * (double)problem->k;
+    plan->threads = omp_get_max_threads() > 1 ? omp_get_max_threads() : 1;
+    plan->parallel = flops >= PARALLEL_FLOPS;
+
+    const ctbc_kernel *kernel = ctbc_kernel_for_isa((ctbc_isa)plan->isa);
+    size_t floats = IMPLEMENTATIONS[plan->implementation].scratch_floats(problem, kernel), bytes;
+    if (floats == SIZE_MAX || __builtin_add_overflow(floats, (size_t)problem->c_out, &floats) ||
+        __builtin_mul_overflow(floats, sizeof(float), &bytes) || __builtin_add_overflow(bytes, (size_t)WS_ALIGN, &bytes))
+        bytes = SIZE_MAX;
+    plan->workspace_bytes = bytes;
+}
+
+const char *ctbc_forward_implementation_name(const ctbc_forward_plan *plan)
+{
+    return IMPLEMENTATIONS[plan->implementation].name;
+}
+
+static void run_all(const forward_run *run, float *scratch)
+{
+    const ctbc_forward_plan *plan = run->plan;
+    IMPLEMENTATIONS[plan->implementation].run(run, scratch);
+    bias_only_steps(run, 0, plan->t_lo);
+    bias_only_steps(run, plan->t_hi, plan->problem.t_out);
+}
+
+void ctbc_forward_execute(const ctbc_forward_plan *plan, const void *self, const void *weight, const void *bias,
+                          void *out, void *workspace)
+{
+    const ctbc_forward_problem *p = &plan->problem;
+    if (p->t_out == 0 || p->b == 0 || p->c_out == 0)
+        return; /* out has no elements */
+    float *base = (float *)(((uintptr_t)workspace + (WS_ALIGN - 1)) & ~(uintptr_t)(WS_ALIGN - 1));
+    forward_run run = {plan, p, ctbc_kernel_for_isa((ctbc_isa)plan->isa), self, weight, bias, out, base};
+    for (int64_t o = 0; o < p->c_out; o++)
+        base[o] = round_to(load(bias, p->bias.dtype, o * p->bias.stride[0]), p->bias_dtype);
+    float *scratch = base + p->c_out;
+    if (!plan->parallel || plan->threads < 2 || !ctbc_may_start_team()) {
+        /* orphaned `omp for`s run on this thread alone */
+        run_all(&run, scratch);
+        return;
+    }
+#pragma omp parallel num_threads(plan->threads)
+    run_all(&run, scratch);
+}
