@@ -74,6 +74,12 @@ ACL_FUNC_VISIBILITY aclnnStatus convtbcConvTbcBackwardOnHost(
     const convtbcHostTensor *bias, int64_t pad, int8_t cubeMathType, const convtbcHostTensor *gradInput,
     const convtbcHostTensor *gradWeight, const convtbcHostTensor *gradBias);
 
+/* aclnnConvTbc (the forward op) the same way: out = conv_tbc(self, weight,
+ * bias, pad), both phases on host memory in one synchronous call. */
+ACL_FUNC_VISIBILITY aclnnStatus convtbcConvTbcOnHost(const convtbcHostTensor *self, const convtbcHostTensor *weight,
+                                                     const convtbcHostTensor *bias, int64_t pad, int8_t cubeMathType,
+                                                     const convtbcHostTensor *out);
+
 #ifdef __cplusplus
 }
 #endif

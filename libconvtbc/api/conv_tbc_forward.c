@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "aclnnop/aclnn_convolution.h"
+#include "api/conv_tbc_forward.h"
 #include "api/errors.h"
 #include "api/executor.h"
 #include "api/log.h"
@@ -287,4 +288,9 @@ aclnnStatus aclnnConvTbc(void *workspace, const uint64_t workspaceSize, aclOpExe
                          aclrtStream stream)
 {
     return ctbc_op_run(&CONV_TBC, workspace, workspaceSize, executor, stream);
+}
+
+aclnnStatus ctbc_conv_tbc_run_host(aclOpExecutor *executor, void *workspace)
+{
+    return ctbc_op_run_host(&CONV_TBC, executor, workspace);
 }

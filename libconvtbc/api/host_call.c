@@ -1,31 +1,59 @@
 /*
- * convtbcConvTbcBackwardOnHost: the whole two-phase call for host arrays,
- * in C, so that a binding crosses into the library once per call instead
- * of a dozen times (tensors, phase 1, workspace, phase 2, cleanup).
+ * The whole two-phase call of an op for host arrays, in C, so that a
+ * binding crosses into the library once per call instead of a dozen times
+ * (tensors, phase 1, workspace, phase 2, cleanup): convtbcConvTbcOnHost
+ * and convtbcConvTbcBackwardOnHost.
  */
 #include <stdlib.h>
 
+#include "aclnnop/aclnn_convolution.h"
 #include "aclnnop/aclnn_convolution_backward.h"
 #include "api/conv_tbc_backward.h"
+#include "api/conv_tbc_forward.h"
 #include "api/errors.h"
 #include "api/executor.h"
 #include "api/soc_profile.h"
 #include "convtbc/convtbc_ext.h"
 
-enum { OPERANDS = 7 };
+enum { MAX_OPERANDS = 7 };
 
-static const char API[] = "convtbcConvTbcBackwardOnHost";
+/* One op as the host calls run it: phase 1 on the tensors (in the order of
+ * its phase-1 prototype), then its phase 2 on the calling thread. */
+typedef struct {
+    const char *api;
+    size_t operand_count;
+    aclnnStatus (*phase1)(aclTensor *const *t, int64_t pad, int8_t cube_math_type, uint64_t *workspace_bytes,
+                          aclOpExecutor **executor);
+    aclnnStatus (*run_host)(aclOpExecutor *executor, void *workspace);
+} host_op;
+
+static aclnnStatus backward_phase1(aclTensor *const *t, int64_t pad, int8_t cube_math_type,
+                                   uint64_t *workspace_bytes, aclOpExecutor **executor)
+{
+    return aclnnConvTbcBackwardGetWorkspaceSize(t[0], t[1], t[2], t[3], pad, cube_math_type, t[4], t[5], t[6],
+                                                workspace_bytes, executor);
+}
+
+static aclnnStatus forward_phase1(aclTensor *const *t, int64_t pad, int8_t cube_math_type, uint64_t *workspace_bytes,
+                                  aclOpExecutor **executor)
+{
+    return aclnnConvTbcGetWorkspaceSize(t[0], t[1], t[2], pad, t[3], cube_math_type, workspace_bytes, executor);
+}
+
+static const host_op BACKWARD = {"convtbcConvTbcBackwardOnHost", 7, backward_phase1,
+                                 ctbc_conv_tbc_backward_run_host};
+static const host_op FORWARD = {"convtbcConvTbcOnHost", 4, forward_phase1, ctbc_conv_tbc_run_host};
 
 /* NULL for a NULL operand; otherwise the tensor, or NULL with
  * *refused set when it or aclCreateTensor refuses the description. */
-static aclTensor *tensor_of(const convtbcHostTensor *operand, bool *refused)
+static aclTensor *tensor_of(const char *api, const convtbcHostTensor *operand, bool *refused)
 {
     if (!operand)
         return NULL;
     /* aclCreateTensor takes more dims than this struct holds. */
     const size_t capacity = sizeof operand->dims / sizeof *operand->dims;
     if (operand->rank > capacity) {
-        ctbc_fail(ACLNN_ERR_PARAM_INVALID, CTBC_EZ_PARAM, API, "a convtbcHostTensor has at most %zu dims, got %llu",
+        ctbc_fail(ACLNN_ERR_PARAM_INVALID, CTBC_EZ_PARAM, api, "a convtbcHostTensor has at most %zu dims, got %llu",
                   capacity, (unsigned long long)operand->rank);
         *refused = true;
         return NULL;
@@ -37,21 +65,40 @@ static aclTensor *tensor_of(const convtbcHostTensor *operand, bool *refused)
     return tensor;
 }
 
-static aclnnStatus run_both_phases(aclTensor *const *t, int64_t pad, int8_t cube_math_type)
+static aclnnStatus run_both_phases(const host_op *op, aclTensor *const *t, int64_t pad, int8_t cube_math_type)
 {
     uint64_t workspace_bytes = 0;
     aclOpExecutor *executor = NULL;
-    CTBC_RETURN_IF_FAILED(aclnnConvTbcBackwardGetWorkspaceSize(t[0], t[1], t[2], t[3], pad, cube_math_type,
-                                                               t[4], t[5], t[6], &workspace_bytes, &executor));
+    CTBC_RETURN_IF_FAILED(op->phase1(t, pad, cube_math_type, &workspace_bytes, &executor));
     void *workspace = NULL;
     if (workspace_bytes > 0 && posix_memalign(&workspace, 64, (size_t)workspace_bytes) != 0) {
         ctbc_executor_discard(executor);
-        return ctbc_fail(ACLNN_ERR_INNER, CTBC_EE_INNER, API, "cannot allocate a workspace of %llu bytes",
+        return ctbc_fail(ACLNN_ERR_INNER, CTBC_EE_INNER, op->api, "cannot allocate a workspace of %llu bytes",
                          (unsigned long long)workspace_bytes);
     }
-    aclnnStatus status = ctbc_conv_tbc_backward_run_host(executor, workspace);
+    aclnnStatus status = op->run_host(executor, workspace);
     ctbc_executor_discard(executor);
     free(workspace);
+    return status;
+}
+
+static aclnnStatus on_host(const host_op *op, const convtbcHostTensor *const *operands, int64_t pad,
+                           int8_t cube_math_type)
+{
+    aclTensor *tensors[MAX_OPERANDS] = {NULL};
+    /* This call stands in for aclInit too: it refuses what aclInit would. */
+    aclnnStatus status = ctbc_soc_check_environment(op->api);
+    for (size_t i = 0; i < op->operand_count && status == ACLNN_SUCCESS; i++) {
+        bool refused = false;
+        tensors[i] = tensor_of(op->api, operands[i], &refused);
+        if (refused)
+            status = ACLNN_ERR_PARAM_INVALID; /* aclCreateTensor recorded why */
+    }
+    if (status == ACLNN_SUCCESS)
+        status = run_both_phases(op, tensors, pad, cube_math_type);
+    for (size_t i = 0; i < op->operand_count; i++)
+        if (tensors[i])
+            aclDestroyTensor(tensors[i]);
     return status;
 }
 
@@ -60,21 +107,14 @@ aclnnStatus convtbcConvTbcBackwardOnHost(const convtbcHostTensor *self, const co
                                          int64_t pad, int8_t cubeMathType, const convtbcHostTensor *gradInput,
                                          const convtbcHostTensor *gradWeight, const convtbcHostTensor *gradBias)
 {
-    const convtbcHostTensor *const operands[OPERANDS] = {self,      input,      weight,  bias,
-                                                         gradInput, gradWeight, gradBias};
-    aclTensor *tensors[OPERANDS] = {NULL};
-    /* This call stands in for aclInit too: it refuses what aclInit would. */
-    aclnnStatus status = ctbc_soc_check_environment(API);
-    for (int i = 0; i < OPERANDS && status == ACLNN_SUCCESS; i++) {
-        bool refused = false;
-        tensors[i] = tensor_of(operands[i], &refused);
-        if (refused)
-            status = ACLNN_ERR_PARAM_INVALID; /* aclCreateTensor recorded why */
-    }
-    if (status == ACLNN_SUCCESS)
-        status = run_both_phases(tensors, pad, cubeMathType);
-    for (int i = 0; i < OPERANDS; i++)
-        if (tensors[i])
-            aclDestroyTensor(tensors[i]);
-    return status;
+    const convtbcHostTensor *const operands[] = {self, input, weight, bias, gradInput, gradWeight, gradBias};
+    return on_host(&BACKWARD, operands, pad, cubeMathType);
+}
+
+aclnnStatus convtbcConvTbcOnHost(const convtbcHostTensor *self, const convtbcHostTensor *weight,
+                                 const convtbcHostTensor *bias, int64_t pad, int8_t cubeMathType,
+                                 const convtbcHostTensor *out)
+{
+    const convtbcHostTensor *const operands[] = {self, weight, bias, out};
+    return on_host(&FORWARD, operands, pad, cubeMathType);
 }
