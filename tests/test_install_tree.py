@@ -129,11 +129,17 @@ def _build_sample(tree, tmp_path):
     build = tmp_path / "sample build"
     build.mkdir()
     return _clean_shell(
-        f"cmake {shlex.quote(str(SAMPLE_DIR))} >/dev/null && cmake --build . >/dev/null && ./bin/opapi_test",
+        f"cmake {shlex.quote(str(SAMPLE_DIR))} >/dev/null && cmake --build . >/dev/null && ./bin/opapi_test "
+        f"&& ./bin/opapi_forward_test",
         tree, cwd=build, extra_path=[str(Path(cmake).parent)])
 
 
 def _check_sample_output(out):
+    # The forward op's documented case (CANN's doc prints result[i] for all
+    # 16 outputs): bias 1 + 2 taps inside self * 3 channels = 7 everywhere.
+    forward = re.findall(r"^result\[(\d+)\] is: (\S+)$", out, re.M)
+    assert [int(i) for i, _ in forward] == list(range(16)), out
+    assert {float(v) for _, v in forward} == {7.0}, out
     # One line per gradient: its name, its shape, then every element.
     got = {name: [float(v) for v in values.split()]
            for name, values in re.findall(r"^(\w+)\s+\[[\d,]+\]:(.*)$", out, re.M)}
@@ -305,4 +311,4 @@ def test_ci_recipe_builds_and_tests_a_cann_project(convtbc_cli, tmp_path):
     cmake = Path(_tool("cmake"))
     path = os.pathsep.join([str(cmake.parent), "/usr/local/bin", "/usr/bin", "/bin"])
     out = _run(["env", "-i", f"PATH={path}", f"HOME={tmp_path}", "bash", "-c", "set -e\n" + script], cwd=project)
-    assert re.search(r"^100% tests passed.* out of 1$", out, re.M), out
+    assert re.search(r"^100% tests passed.* out of 2$", out, re.M), out

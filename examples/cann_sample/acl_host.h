@@ -7,9 +7,10 @@
  *   acl_host::DeviceTensor  a contiguous tensor whose elements live in
  *                           aclrtMalloc'd memory, filled from and read back
  *                           into host doubles, whatever its dtype;
- *   acl_host::conv_tbc_backward
+ *   acl_host::conv_tbc, acl_host::conv_tbc_backward
  *                           phase 1, the workspace, phase 2 on the stream and
- *                           the wait for it;
+ *                           the wait for it, for the forward and the
+ *                           backward op;
  *   acl_host::count_mismatches
  *                           compares what came back with what was expected.
  *
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "acl/acl.h"
+#include "aclnnop/aclnn_convolution.h"
 #include "aclnnop/aclnn_convolution_backward.h"
 
 namespace acl_host {
@@ -97,7 +99,8 @@ class DeviceTensor {
 public:
     /* A tensor of shape `dims` in row-major order. With `values` (one per
      * element) the device memory starts with them, otherwise with zeros. */
-    DeviceTensor(std::vector<int64_t> dims, aclDataType dtype, const std::vector<double> &values = {})
+    DeviceTensor(std::vector<int64_t> dims, aclDataType dtype, const std::vector<double> &values = {},
+                 aclFormat format = ACL_FORMAT_ND)
         : dims_(dims), dtype_(dtype)
     {
         elements_ = 1;
@@ -118,7 +121,7 @@ public:
         std::vector<int64_t> strides(dims_.size(), 1);
         for (size_t i = dims_.size(); i-- > 1;)
             strides[i - 1] = strides[i] * dims_[i];
-        tensor_ = aclCreateTensor(dims_.data(), dims_.size(), dtype_, strides.data(), 0, ACL_FORMAT_ND,
+        tensor_ = aclCreateTensor(dims_.data(), dims_.size(), dtype_, strides.data(), 0, format,
                                   dims_.data(), dims_.size(), device_data_);
         if (!tensor_)
             succeeded("aclCreateTensor", -1);
@@ -182,19 +185,12 @@ private:
     aclTensor *tensor_ = nullptr;
 };
 
-/* Both phases of aclnnConvTbcBackward on `stream`, waiting for the result;
- * the workspace phase 1 asks for lives only as long as the call. */
-inline bool conv_tbc_backward(const DeviceTensor &grad_output, const DeviceTensor &input, const DeviceTensor &weight,
-                              const DeviceTensor &bias, int64_t pad, int8_t cube_math_type, DeviceTensor &grad_input,
-                              DeviceTensor &grad_weight, DeviceTensor &grad_bias, aclrtStream stream)
+/* Phase 2 of an op whose phase 1 gave `executor` and `workspace_size`: the
+ * workspace, the run on `stream` and the wait for it; the workspace lives
+ * only as long as the call. */
+inline bool run_phase2(const char *name, aclnnStatus (*phase2)(void *, uint64_t, aclOpExecutor *, aclrtStream),
+                       uint64_t workspace_size, aclOpExecutor *executor, aclrtStream stream)
 {
-    uint64_t workspace_size = 0;
-    aclOpExecutor *executor = nullptr;
-    if (!succeeded("aclnnConvTbcBackwardGetWorkspaceSize",
-                   aclnnConvTbcBackwardGetWorkspaceSize(grad_output.get(), input.get(), weight.get(), bias.get(), pad,
-                                                        cube_math_type, grad_input.get(), grad_weight.get(),
-                                                        grad_bias.get(), &workspace_size, &executor)))
-        return false;
     void *workspace = nullptr;
     if (workspace_size > 0 &&
         !succeeded("aclrtMalloc (workspace)", aclrtMalloc(&workspace, workspace_size, ACL_MEM_MALLOC_HUGE_FIRST))) {
@@ -202,11 +198,38 @@ inline bool conv_tbc_backward(const DeviceTensor &grad_output, const DeviceTenso
         aclDestroyAclOpExecutor(executor);
         return false;
     }
-    bool done = succeeded("aclnnConvTbcBackward", aclnnConvTbcBackward(workspace, workspace_size, executor, stream)) &&
+    bool done = succeeded(name, phase2(workspace, workspace_size, executor, stream)) &&
                 succeeded("aclrtSynchronizeStream", aclrtSynchronizeStream(stream));
     if (workspace)
         aclrtFree(workspace);
     return done;
+}
+
+/* Both phases of aclnnConvTbcBackward on `stream`, waiting for the result. */
+inline bool conv_tbc_backward(const DeviceTensor &grad_output, const DeviceTensor &input, const DeviceTensor &weight,
+                              const DeviceTensor &bias, int64_t pad, int8_t cube_math_type, DeviceTensor &grad_input,
+                              DeviceTensor &grad_weight, DeviceTensor &grad_bias, aclrtStream stream)
+{
+    uint64_t workspace_size = 0;
+    aclOpExecutor *executor = nullptr;
+    return succeeded("aclnnConvTbcBackwardGetWorkspaceSize",
+                     aclnnConvTbcBackwardGetWorkspaceSize(grad_output.get(), input.get(), weight.get(), bias.get(),
+                                                          pad, cube_math_type, grad_input.get(), grad_weight.get(),
+                                                          grad_bias.get(), &workspace_size, &executor)) &&
+           run_phase2("aclnnConvTbcBackward", aclnnConvTbcBackward, workspace_size, executor, stream);
+}
+
+/* Both phases of aclnnConvTbc (the forward op) on `stream`, waiting for the
+ * result. */
+inline bool conv_tbc(const DeviceTensor &self, const DeviceTensor &weight, const DeviceTensor &bias, int64_t pad,
+                     int8_t cube_math_type, DeviceTensor &out, aclrtStream stream)
+{
+    uint64_t workspace_size = 0;
+    aclOpExecutor *executor = nullptr;
+    return succeeded("aclnnConvTbcGetWorkspaceSize",
+                     aclnnConvTbcGetWorkspaceSize(self.get(), weight.get(), bias.get(), pad, out.get(),
+                                                  cube_math_type, &workspace_size, &executor)) &&
+           run_phase2("aclnnConvTbc", aclnnConvTbc, workspace_size, executor, stream);
 }
 
 /* How many of `got` differ from `want` (exactly, or both NaN); the first
