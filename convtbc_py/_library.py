@@ -32,6 +32,7 @@ HEADERS: Tuple[str, ...] = (
     "aclnn/acl_meta.h",
     "aclnn/aclnn_base.h",
     "aclnnop/aclnn_util.h",
+    "aclnnop/aclnn_convolution.h",
     "aclnnop/aclnn_convolution_backward.h",
     # convtbc's own additions (host memory declarations, synchronising the
     # current default stream), which the numpy front end needs.

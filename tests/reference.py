@@ -190,3 +190,37 @@ def assert_close(actual, expected, name="", bound=None):
 def random_operand(rng, shape, dtype, scale=1.0):
     """Random values in [-scale, scale) converted to dtype."""
     return (rng.uniform(-scale, scale, size=shape)).astype(np.float32).astype(dtype)
+
+
+# --------------------------------------------------------------------------
+# The forward op (aclnnConvTbc), from conv_tbc_forward.md's formula
+
+
+def conv_tbc_ref(inp, weight, bias, pad):
+    """float64 out[t,b,o] = bias[o] + sum_k sum_c xp[t+k,b,c] * w[k,c,o],
+    xp = inp with `pad` zero steps on both ends of T."""
+    x = np.asarray(inp).astype(np.float64)
+    w = np.asarray(weight).astype(np.float64)
+    b = np.asarray(bias).astype(np.float64)
+    T, B, C_in = x.shape
+    K, _, C_out = w.shape
+    T_out = T + 2 * pad + 1 - K
+    xp = np.zeros((T + 2 * pad, B, C_in), dtype=np.float64)
+    xp[pad:pad + T] = x
+    out = np.broadcast_to(b, (max(T_out, 0), B, C_out)).copy()
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf propagate
+        for k in range(K):
+            out += np.einsum("tbc,co->tbo", xp[k:k + T_out], w[k]) if C_in else 0.0
+    return out
+
+
+def forward_operand(a, cube_math_type):
+    """An operand of the forward op as CANN's cube multiplies it on an A2
+    SoC: USE_FP16 (2) rounds every dtype to float16; HF32 modes (1, 3)
+    round FLOAT; KEEP_DTYPE (0) and USE_FP32_ADD (4) change nothing."""
+    a = np.asarray(a)
+    if cube_math_type == 2:
+        return round_fp16(a.astype(np.float32))
+    if a.dtype == F32 and cube_math_type in (1, 3):
+        return round_hf32(a)
+    return a

@@ -38,11 +38,16 @@ typedef struct {
     const void *self, *weight, *bias;
     void *out;
     float *bias_rounded; /* c_out values, bias as CANN adds it */
+    /* c_out values: what the taps of an output step that reads only padding
+     * sum to, 0 * weight over every tap and channel: +0, or NaN where the
+     * weight column holds an Inf or NaN (IEEE, as the formula has it). */
+    float *padding_term;
 } forward_run;
 
 typedef struct {
     const char *name;
-    /* Scratch in floats (besides the rounded bias); SIZE_MAX: too large. */
+    /* Scratch in floats (besides the rounded bias and the padding term);
+     * SIZE_MAX: too large. */
     size_t (*scratch_floats)(const ctbc_forward_problem *p, const ctbc_kernel *kernel);
     /* Fills out; called by every thread of the team (or by one). */
     void (*run)(const forward_run *run, float *scratch);
@@ -93,15 +98,31 @@ static int64_t out_index(const ctbc_forward_problem *p, int64_t t, int64_t b, in
     return t * p->out.stride[0] + b * p->out.stride[1] + o * p->out.stride[2];
 }
 
-/* Output steps that read only padding get the bias alone. */
-static void bias_only_steps(const forward_run *run, int64_t t_begin, int64_t t_end)
+/* Output steps that read only padding: their sum is the padding term. */
+static void padding_only_steps(const forward_run *run, int64_t t_begin, int64_t t_end)
 {
     const ctbc_forward_problem *p = run->p;
 #pragma omp for schedule(static)
     for (int64_t t = t_begin; t < t_end; t++)
         for (int64_t b = 0; b < p->b; b++)
             for (int64_t o = 0; o < p->c_out; o++)
-                store(p, run->out, out_index(p, t, b, o), 0.0f + run->bias_rounded[o]);
+                store(p, run->out, out_index(p, t, b, o), run->padding_term[o] + run->bias_rounded[o]);
+}
+
+/* An empty self or weight: CANN copies bias, cast to out's dtype. */
+static void copy_bias(const ctbc_forward_problem *p, const void *bias, void *out)
+{
+    for (int64_t t = 0; t < p->t_out; t++)
+        for (int64_t b = 0; b < p->b; b++)
+            for (int64_t o = 0; o < p->c_out; o++) {
+                const float v = load(bias, p->bias.dtype, o * p->bias.stride[0]);
+                const int64_t i = out_index(p, t, b, o);
+                switch (p->out.dtype) {
+                case CTBC_F16: ((uint16_t *)out)[i] = ctbc_f32_to_f16(v); break;
+                case CTBC_BF16: ((uint16_t *)out)[i] = ctbc_f32_to_bf16(v); break;
+                default: ((float *)out)[i] = v;
+                }
+            }
 }
 
 /* ---- forward_gemm ------------------------------------------------------- */
@@ -216,14 +237,17 @@ static void reference_run(const forward_run *run, float *scratch)
             for (int64_t o = 0; o < p->c_out; o++) {
                 float sum = 0.0f;
                 for (int64_t k = 0; k < p->k; k++) {
+                    /* a tap in the padding multiplies a zero, as in the formula */
                     const int64_t u = t + k - p->pad;
-                    if (u < 0 || u >= p->t)
-                        continue;
-                    for (int64_t c = 0; c < p->c_in; c++)
-                        sum += operand(p, run->self, p->self.dtype,
-                                       u * p->self.stride[0] + b * p->self.stride[1] + c * p->self.stride[2]) *
-                               operand(p, run->weight, p->weight.dtype,
-                                       k * p->weight.stride[0] + c * p->weight.stride[1] + o * p->weight.stride[2]);
+                    const bool inside = u >= 0 && u < p->t;
+                    for (int64_t c = 0; c < p->c_in; c++) {
+                        const float x = inside ? operand(p, run->self, p->self.dtype,
+                                                         u * p->self.stride[0] + b * p->self.stride[1] +
+                                                             c * p->self.stride[2])
+                                               : 0.0f;
+                        sum += x * operand(p, run->weight, p->weight.dtype,
+                                           k * p->weight.stride[0] + c * p->weight.stride[1] + o * p->weight.stride[2]);
+                    }
                 }
                 store(p, run->out, out_index(p, t, b, o), sum + run->bias_rounded[o]);
             }
@@ -271,7 +295,7 @@ void ctbc_forward_plan_init(ctbc_forward_plan *plan, const ctbc_forward_problem 
 
     const ctbc_kernel *kernel = ctbc_kernel_for_isa((ctbc_isa)plan->isa);
     size_t floats = IMPLEMENTATIONS[plan->implementation].scratch_floats(problem, kernel), bytes;
-    if (floats == SIZE_MAX || __builtin_add_overflow(floats, (size_t)problem->c_out, &floats) ||
+    if (floats == SIZE_MAX || __builtin_add_overflow(floats, 2 * (size_t)problem->c_out, &floats) ||
         __builtin_mul_overflow(floats, sizeof(float), &bytes) || __builtin_add_overflow(bytes, (size_t)WS_ALIGN, &bytes))
         bytes = SIZE_MAX;
     plan->workspace_bytes = bytes;
@@ -286,8 +310,20 @@ static void run_all(const forward_run *run, float *scratch)
 {
     const ctbc_forward_plan *plan = run->plan;
     IMPLEMENTATIONS[plan->implementation].run(run, scratch);
-    bias_only_steps(run, 0, plan->t_lo);
-    bias_only_steps(run, plan->t_hi, plan->problem.t_out);
+    padding_only_steps(run, 0, plan->t_lo);
+    padding_only_steps(run, plan->t_hi, plan->problem.t_out);
+}
+
+static void padding_terms(const ctbc_forward_problem *p, const void *weight, float *term)
+{
+    for (int64_t o = 0; o < p->c_out; o++) {
+        float sum = 0.0f;
+        for (int64_t k = 0; k < p->k; k++)
+            for (int64_t c = 0; c < p->c_in; c++)
+                sum += 0.0f * operand(p, weight, p->weight.dtype,
+                                      k * p->weight.stride[0] + c * p->weight.stride[1] + o * p->weight.stride[2]);
+        term[o] = sum;
+    }
 }
 
 void ctbc_forward_execute(const ctbc_forward_plan *plan, const void *self, const void *weight, const void *bias,
@@ -296,11 +332,18 @@ void ctbc_forward_execute(const ctbc_forward_plan *plan, const void *self, const
     const ctbc_forward_problem *p = &plan->problem;
     if (p->t_out == 0 || p->b == 0 || p->c_out == 0)
         return; /* out has no elements */
+    if (p->t == 0 || p->c_in == 0) {
+        copy_bias(p, bias, out);
+        return;
+    }
     float *base = (float *)(((uintptr_t)workspace + (WS_ALIGN - 1)) & ~(uintptr_t)(WS_ALIGN - 1));
-    forward_run run = {plan, p, ctbc_kernel_for_isa((ctbc_isa)plan->isa), self, weight, bias, out, base};
+    forward_run run = {plan, p, ctbc_kernel_for_isa((ctbc_isa)plan->isa), self, weight, bias, out, base,
+                       base + p->c_out};
     for (int64_t o = 0; o < p->c_out; o++)
         base[o] = round_to(load(bias, p->bias.dtype, o * p->bias.stride[0]), p->bias_dtype);
-    float *scratch = base + p->c_out;
+    if (plan->t_lo > 0 || plan->t_hi < p->t_out)
+        padding_terms(p, weight, run.padding_term);
+    float *scratch = base + 2 * p->c_out;
     if (!plan->parallel || plan->threads < 2 || !ctbc_may_start_team()) {
         /* orphaned `omp for`s run on this thread alone */
         run_all(&run, scratch);
