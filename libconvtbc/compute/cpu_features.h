@@ -8,11 +8,10 @@
  *
  *   CONVTBC_ISA=portable   plain C kernels
  *   CONVTBC_ISA=avx2       AVX2+FMA kernels if the CPU and OS have them
- *   CONVTBC_ISA=avx512     AVX-512F kernels if the CPU and OS have them,
- *                          else the best below
+ *   CONVTBC_ISA=avx512     AVX-512 (F, BW, VL) kernels if the CPU and OS
+ *                          have them, else the best below
  *
- * Unset (or any other value) means avx2: the AVX-512 kernel is opt-in until
- * it has been validated on AVX-512 hardware.
+ * Unset (or any other value) means no cap: the best the CPU has.
  */
 #ifndef CONVTBC_COMPUTE_CPU_FEATURES_H
 #define CONVTBC_COMPUTE_CPU_FEATURES_H

@@ -61,8 +61,10 @@ typedef void (*ctbc_gemv_fn)(int64_t n_rows, int64_t n, const float *a, int64_t 
 
 /* Unit-stride conversions between float32 and a 16-bit format (float16 or
  * bfloat16): exact widening; narrowing with round-to-nearest-even, NaN kept
- * quiet, overflow to Inf: the same bits as float_convert.h. NULL: the
- * framework's scalar loops are used. */
+ * quiet, overflow to Inf: the same bits as float_convert.h on every input,
+ * subnormals included. NULL: the framework's scalar loops are used (no
+ * entry of a built ISA leaves one NULL: each starts from the portable
+ * element-at-a-time helpers and replaces what it does better). */
 typedef void (*ctbc_h16_load_fn)(float *dst, const uint16_t *src, int64_t n);
 typedef void (*ctbc_h16_store_fn)(uint16_t *dst, const float *src, int64_t n);
 

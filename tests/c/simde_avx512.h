@@ -1,0 +1,90 @@
+/*
+ * The Intel AVX-512 intrinsics over SIMDe, for building
+ * libconvtbc/compute/kernels/kernel_avx512.c on a CPU without AVX-512
+ * (ukernel_contract.c; the file includes this header when
+ * CTBC_KERNEL_VIA_SIMDE is defined).
+ *
+ * SIMDe 0.8.2 emulates masked loads by reading, and masked stores by
+ * writing, the whole vector; the instructions touch only the lanes in the
+ * mask. The replacements below do what the instructions do, so a kernel
+ * that writes past its edge is caught here as it would be on hardware. Two
+ * intrinsics the kernel uses are missing from SIMDe and are defined from
+ * their documented meaning (vcvtps2ph on 16 lanes is vcvtps2ph on each
+ * half; vpmovdw keeps the low 16 bits of each lane).
+ */
+#ifndef CONVTBC_TESTS_SIMDE_AVX512_H
+#define CONVTBC_TESTS_SIMDE_AVX512_H
+
+#define SIMDE_ENABLE_NATIVE_ALIASES
+#include <simde/x86/avx512.h>
+#include <simde/x86/f16c.h>
+#include <stdint.h>
+
+static inline simde__m512 ctbc_simde_maskz_loadu_ps(simde__mmask16 k, const void *p)
+{
+    float lanes[16] = {0};
+    for (int i = 0; i < 16; i++)
+        if ((k >> i) & 1)
+            lanes[i] = ((const float *)p)[i];
+    return simde_mm512_loadu_ps(lanes);
+}
+
+static inline void ctbc_simde_mask_storeu_ps(void *p, simde__mmask16 k, simde__m512 v)
+{
+    float lanes[16];
+    simde_mm512_storeu_ps(lanes, v);
+    for (int i = 0; i < 16; i++)
+        if ((k >> i) & 1)
+            ((float *)p)[i] = lanes[i];
+}
+
+static inline simde__m256i ctbc_simde_maskz_loadu_epi16(simde__mmask16 k, const void *p)
+{
+    uint16_t lanes[16] = {0};
+    for (int i = 0; i < 16; i++)
+        if ((k >> i) & 1)
+            lanes[i] = ((const uint16_t *)p)[i];
+    return simde_mm256_loadu_si256((const simde__m256i *)lanes);
+}
+
+static inline void ctbc_simde_mask_storeu_epi16(void *p, simde__mmask16 k, simde__m256i v)
+{
+    uint16_t lanes[16];
+    simde_mm256_storeu_si256((simde__m256i *)lanes, v);
+    for (int i = 0; i < 16; i++)
+        if ((k >> i) & 1)
+            ((uint16_t *)p)[i] = lanes[i];
+}
+
+static inline simde__m256i ctbc_simde_cvtps_ph(simde__m512 v, int rounding)
+{
+    (void)rounding; /* the kernel asks for round-to-nearest-even only */
+    return simde_mm256_setr_m128i(
+        simde_mm256_cvtps_ph(simde_mm512_extractf32x8_ps(v, 0), SIMDE_MM_FROUND_TO_NEAREST_INT),
+        simde_mm256_cvtps_ph(simde_mm512_extractf32x8_ps(v, 1), SIMDE_MM_FROUND_TO_NEAREST_INT));
+}
+
+static inline simde__m256i ctbc_simde_cvtepi32_epi16(simde__m512i v)
+{
+    int32_t in[16];
+    uint16_t out[16];
+    simde_mm512_storeu_si512(in, v);
+    for (int i = 0; i < 16; i++)
+        out[i] = (uint16_t)((uint32_t)in[i] & 0xffffu);
+    return simde_mm256_loadu_si256((const simde__m256i *)out);
+}
+
+#undef _mm512_maskz_loadu_ps
+#undef _mm512_mask_storeu_ps
+#undef _mm256_maskz_loadu_epi16
+#undef _mm256_mask_storeu_epi16
+#undef _mm512_cvtps_ph
+#undef _mm512_cvtepi32_epi16
+#define _mm512_maskz_loadu_ps(k, p) ctbc_simde_maskz_loadu_ps(k, p)
+#define _mm512_mask_storeu_ps(p, k, v) ctbc_simde_mask_storeu_ps(p, k, v)
+#define _mm256_maskz_loadu_epi16(k, p) ctbc_simde_maskz_loadu_epi16(k, p)
+#define _mm256_mask_storeu_epi16(p, k, v) ctbc_simde_mask_storeu_epi16(p, k, v)
+#define _mm512_cvtps_ph(v, rounding) ctbc_simde_cvtps_ph(v, rounding)
+#define _mm512_cvtepi32_epi16(v) ctbc_simde_cvtepi32_epi16(v)
+
+#endif /* CONVTBC_TESTS_SIMDE_AVX512_H */
