@@ -18,7 +18,9 @@
 #define SIMDE_ENABLE_NATIVE_ALIASES
 #include <simde/x86/avx512.h>
 #include <simde/x86/f16c.h>
+#include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 static inline simde__m512 ctbc_simde_maskz_loadu_ps(simde__mmask16 k, const void *p)
 {
@@ -73,6 +75,44 @@ static inline simde__m256i ctbc_simde_cvtepi32_epi16(simde__m512i v)
         out[i] = (uint16_t)((uint32_t)in[i] & 0xffffu);
     return simde_mm256_loadu_si256((const simde__m256i *)out);
 }
+
+/* VDPBF16PS as Intel's pseudocode defines it: per float32 lane, the odd
+ * bfloat16 product then the even one, each a fused multiply-add rounded to
+ * nearest even, with subnormal inputs read as zero and subnormal results
+ * written as zero, whatever MXCSR says. (SIMDe adds both products unfused,
+ * even first, and keeps subnormals.) The kernel hands over its 32-lane
+ * operands as plain integer vectors (CTBC_AS_BH below). */
+static inline float ctbc_simde_flush(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7f800000u) == 0 && (u & 0x007fffffu) != 0)
+        u &= 0x80000000u;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+static inline simde__m512 ctbc_simde_dpbf16_ps(simde__m512 src, simde__m512i a, simde__m512i b)
+{
+    float acc[16];
+    uint32_t x[16], y[16];
+    simde_mm512_storeu_ps(acc, src);
+    simde_mm512_storeu_si512(x, a);
+    simde_mm512_storeu_si512(y, b);
+    for (int i = 0; i < 16; i++)
+        for (int h = 1; h >= 0; h--) {
+            const uint32_t xb = (x[i] >> (16 * h)) << 16, yb = (y[i] >> (16 * h)) << 16;
+            float xf, yf;
+            memcpy(&xf, &xb, 4);
+            memcpy(&yf, &yb, 4);
+            acc[i] = ctbc_simde_flush(fmaf(ctbc_simde_flush(xf), ctbc_simde_flush(yf), ctbc_simde_flush(acc[i])));
+        }
+    return simde_mm512_loadu_ps(acc);
+}
+
+#define CTBC_AS_BH(v) (v)
+#undef _mm512_dpbf16_ps
+#define _mm512_dpbf16_ps(src, a, b) ctbc_simde_dpbf16_ps(src, a, b)
 
 #undef _mm512_maskz_loadu_ps
 #undef _mm512_mask_storeu_ps

@@ -10,12 +10,13 @@
  * at a time: C(i, j) = C(i, j) + sum, the sum taken from zero over q then p
  * in order, each step a fused multiply-add (fmaf) for the SIMD kernels and a
  * multiply then an add for the portable one (this file is compiled with
- * -ffp-contract=off). So every kernel is held to the bits, on every edge
+ * -ffp-contract=off); for the bfloat16 pair kernel, VDPBF16PS's steps as
+ * ukernel.h states them (odd element first, subnormals flushed). So every kernel is held to the bits, on every edge
  * tile, stride layout and mode; the 16-bit conversions are held to
  * float_convert.h and the transpose to a copy.
  *
- * Usage: ukernel_contract [avx512]   (the argument: also check the AVX-512
- * entry, which the driver passes only where it may run).
+ * Usage: ukernel_contract [avx512] [avx512_bf16]   (the AVX-512 entries to
+ * check too, which the driver names only where they may run).
  * Prints OK and returns 0 when every check passes.
  */
 #include <math.h>
@@ -65,10 +66,13 @@ static uint32_t bits(float f) { return ctbc_f32_bits(f); }
 
 #define ARENA 65536
 #define CENTER (ARENA / 2)
-static float arena_a[ARENA], arena_b[ARENA];
+/* float32 bits, or bfloat16 pairs for ukr_bf16 (the kernels are compiled
+ * apart, so they read these words as floats without aliasing concerns) */
+static uint32_t arena_a[ARENA], arena_b[ARENA];
 
 #define C_PAD 3 /* rows and columns of sentinels around the tile */
 #define SENTINEL 0x7fa5a5a5u /* a NaN no kernel produces */
+#define BF16_NAN_PAIR 0x7fc07fc0u
 
 typedef struct {
     const char *name;
@@ -91,14 +95,49 @@ static int make_layouts(layout *out, int mr, int nr, int64_t n_inner)
     return n;
 }
 
-static float model_sum(int fused, const ctbc_ukr_args *s, const float *a, const float *b, int i, int j)
+/* A bfloat16 operand: mostly ordinary values, some subnormal, some so
+ * small that products and partial sums fall below float32's normal range
+ * (what VDPBF16PS flushes). */
+static uint16_t random_bf16(void)
+{
+    const uint32_t kind = next_u32() % 16;
+    if (kind == 0)
+        return (uint16_t)((next_u32() & 0x8000u) | (1u + next_u32() % 0x7fu)); /* subnormal */
+    if (kind == 1)
+        return (uint16_t)((next_u32() & 0x8000u) | ((60u + next_u32() % 8u) << 7) | (next_u32() & 0x7fu));
+    return ctbc_f32_to_bf16(random_value());
+}
+
+static uint32_t random_word(int bf16)
+{
+    return bf16 ? (uint32_t)random_bf16() | (uint32_t)random_bf16() << 16 : bits(random_value());
+}
+
+static float flush_subnormal(float x)
+{
+    return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x;
+}
+
+/* The sum of one element of C, as ukernel.h defines it for ukr (fused or
+ * not) and for ukr_bf16 (pairs, odd element first, flushing). */
+static float model_sum(int fused, int bf16, const ctbc_ukr_args *s, const uint32_t *a, const uint32_t *b,
+                       int i, int j)
 {
     float acc = 0.0f;
     for (int64_t q = 0; q < s->n_outer; q++)
         for (int64_t p = 0; p < s->n_inner; p++) {
-            const float x = a[i * s->a_row + q * s->a_outer + p * s->a_inner];
-            const float y = b[q * s->b_outer + p * s->b_inner + j];
-            acc = fused ? fmaf(x, y, acc) : acc + x * y;
+            const uint32_t x = a[i * s->a_row + q * s->a_outer + p * s->a_inner];
+            const uint32_t y = b[q * s->b_outer + p * s->b_inner + j];
+            if (bf16) {
+                for (int h = 1; h >= 0; h--) {
+                    const float xh = flush_subnormal(ctbc_bf16_to_f32((uint16_t)(x >> (16 * h))));
+                    const float yh = flush_subnormal(ctbc_bf16_to_f32((uint16_t)(y >> (16 * h))));
+                    acc = flush_subnormal(fmaf(xh, yh, flush_subnormal(acc)));
+                }
+            } else {
+                const float xf = ctbc_bits_f32(x), yf = ctbc_bits_f32(y);
+                acc = fused ? fmaf(xf, yf, acc) : acc + xf * yf;
+            }
         }
     return acc;
 }
@@ -106,22 +145,22 @@ static float model_sum(int fused, const ctbc_ukr_args *s, const float *a, const 
 /* One call on tile m x n of the kernel's mr x nr: rows of A past m and
  * columns of B past n hold NaN (padding a caller discards), which must not
  * reach the m x n results; C outside the mr x nr tile must be untouched. */
-static void check_ukr_call(const ctbc_kernel *k, int fused, const layout *l, int64_t n_outer,
+static void check_ukr_call(const ctbc_kernel *k, int fused, int bf16, const layout *l, int64_t n_outer,
                            int64_t n_inner, int overwrite, int m, int n)
 {
     const ctbc_ukr_args args = {.n_outer = n_outer, .n_inner = n_inner, .a_row = l->a_row,
                                 .a_inner = l->a_inner, .a_outer = l->a_outer, .b_inner = l->b_inner,
                                 .b_outer = l->b_outer, .overwrite = overwrite};
-    const float *a = arena_a + CENTER, *b = arena_b + CENTER;
+    const uint32_t nan = bf16 ? BF16_NAN_PAIR : bits(NAN);
+    const uint32_t *a = arena_a + CENTER, *b = arena_b + CENTER;
     for (int i = 0; i < k->mr; i++)
         for (int64_t q = 0; q < n_outer; q++)
             for (int64_t p = 0; p < n_inner; p++)
-                arena_a[CENTER + i * l->a_row + q * l->a_outer + p * l->a_inner] =
-                    i < m ? random_value() : NAN;
+                arena_a[CENTER + i * l->a_row + q * l->a_outer + p * l->a_inner] = i < m ? random_word(bf16) : nan;
     for (int64_t q = 0; q < n_outer; q++)
         for (int64_t p = 0; p < n_inner; p++)
             for (int j = 0; j < k->nr; j++)
-                arena_b[CENTER + q * l->b_outer + p * l->b_inner + j] = j < n ? random_value() : NAN;
+                arena_b[CENTER + q * l->b_outer + p * l->b_inner + j] = j < n ? random_word(bf16) : nan;
 
     enum { LDC = CTBC_NR_MAX + 2 * C_PAD };
     float c[(CTBC_MR_MAX + 2 * C_PAD) * LDC], before[(CTBC_MR_MAX + 2 * C_PAD) * LDC];
@@ -134,26 +173,31 @@ static void check_ukr_call(const ctbc_kernel *k, int fused, const layout *l, int
             tile[i * LDC + j] = overwrite ? NAN : (next_u32() % 5 == 0 ? -0.0f : random_value());
     memcpy(before, c, sizeof c);
 
-    k->ukr(&args, a, b, tile, LDC);
+    if (bf16)
+        k->ukr_bf16(&args, a, b, tile, LDC);
+    else
+        k->ukr(&args, (const float *)(const void *)a, (const float *)(const void *)b, tile, LDC);
 
+    const char *kind = bf16 ? "ukr_bf16" : "ukr";
     for (int r = 0; r < k->mr + 2 * C_PAD; r++)
         for (int col = 0; col < LDC; col++) {
             const int i = r - C_PAD, j = col - C_PAD;
             const uint32_t got = bits(c[r * LDC + col]);
             if (i < 0 || i >= k->mr || j < 0 || j >= k->nr) {
-                CHECK(got == SENTINEL, "%s %s: C(%d, %d) outside the tile was written", k->name, l->name, i, j);
+                CHECK(got == SENTINEL, "%s %s %s: C(%d, %d) outside the tile was written", k->name, kind, l->name,
+                      i, j);
             } else if (i < m && j < n) {
                 const float old = overwrite ? 0.0f : before[r * LDC + col];
-                const uint32_t want = bits(old + model_sum(fused, &args, a, b, i, j));
+                const uint32_t want = bits(old + model_sum(fused, bf16, &args, a, b, i, j));
                 CHECK(got == want,
-                      "%s %s n_outer %lld n_inner %lld %s tile %dx%d: C(%d, %d) = %08x, want %08x",
-                      k->name, l->name, (long long)n_outer, (long long)n_inner,
+                      "%s %s %s n_outer %lld n_inner %lld %s tile %dx%d: C(%d, %d) = %08x, want %08x", k->name,
+                      kind, l->name, (long long)n_outer, (long long)n_inner,
                       overwrite ? "overwrite" : "accumulate", m, n, i, j, got, want);
             }
         }
 }
 
-static void check_ukr(const ctbc_kernel *k, int fused)
+static void check_ukr(const ctbc_kernel *k, int fused, int bf16)
 {
     static const int64_t n_outers[] = {0, 1, 2, 3}, n_inners[] = {0, 1, 2, 5};
     layout layouts[8];
@@ -167,12 +211,14 @@ static void check_ukr(const ctbc_kernel *k, int fused)
                     if (l == 0 && a == 2 && b == 2) {
                         for (int m = 1; m <= k->mr; m++)
                             for (int n = 1; n <= k->nr; n++)
-                                check_ukr_call(k, fused, &layouts[l], n_outers[a], n_inners[b], overwrite, m, n);
+                                check_ukr_call(k, fused, bf16, &layouts[l], n_outers[a], n_inners[b], overwrite, m,
+                                               n);
                     } else {
-                        check_ukr_call(k, fused, &layouts[l], n_outers[a], n_inners[b], overwrite, k->mr, k->nr);
-                        check_ukr_call(k, fused, &layouts[l], n_outers[a], n_inners[b], overwrite, 1, 1);
-                        check_ukr_call(k, fused, &layouts[l], n_outers[a], n_inners[b], overwrite,
-                                       k->mr - 1 > 0 ? k->mr - 1 : 1, k->nr - 3);
+                        const int64_t no = n_outers[a], ni = n_inners[b];
+                        check_ukr_call(k, fused, bf16, &layouts[l], no, ni, overwrite, k->mr, k->nr);
+                        check_ukr_call(k, fused, bf16, &layouts[l], no, ni, overwrite, 1, 1);
+                        check_ukr_call(k, fused, bf16, &layouts[l], no, ni, overwrite, k->mr > 1 ? k->mr - 1 : 1,
+                                       k->nr - 3);
                     }
                 }
         }
@@ -191,11 +237,12 @@ static void check_gemv(const ctbc_kernel *k, int fused)
                 for (int neg = 0; neg < 2; neg++) {
                     const int64_t n = ns[t], n_rows = rows[r], a_step = a_steps[s];
                     const int64_t b_row = neg ? -(n + 5) : n + 3;
-                    const float *a = arena_a + CENTER, *b = arena_b + CENTER;
+                    static float ga[ARENA], gb[ARENA];
+                    const float *a = ga + CENTER, *b = gb + CENTER;
                     for (int64_t p = 0; p < n_rows; p++) {
-                        arena_a[CENTER + p * a_step] = random_value();
+                        ga[CENTER + p * a_step] = random_value();
                         for (int64_t j = 0; j < n; j++)
-                            arena_b[CENTER + p * b_row + j] = random_value();
+                            gb[CENTER + p * b_row + j] = random_value();
                     }
                     float y[200 + 16], before[200 + 16];
                     for (int64_t j = 0; j < n + 16; j++)
@@ -340,7 +387,9 @@ static void check_entry(const ctbc_kernel *k, int fused)
           "%s: tile %dx%d outside the scratch bounds", k->name, k->mr, k->nr);
     if (failures != before)
         return;
-    check_ukr(k, fused);
+    check_ukr(k, fused, 0);
+    if (k->ukr_bf16)
+        check_ukr(k, 1, 1);
     check_gemv(k, fused);
     check_widen(k->name, "float16", k->f16_load, ctbc_f16_to_f32);
     check_widen(k->name, "bfloat16", k->bf16_load, ctbc_bf16_to_f32);
@@ -350,10 +399,13 @@ static void check_entry(const ctbc_kernel *k, int fused)
     printf("%s: %s\n", k->name, failures == before ? "ok" : "FAILED");
 }
 
+/* Arguments: the AVX-512 entries to check besides portable and AVX2
+ * ("avx512", "avx512_bf16"), those the driver knows this CPU can run. */
 int main(int argc, char **argv)
 {
-    const int with_avx512 = argc > 1 && strcmp(argv[1], "avx512") == 0;
     check_entry(&ctbc_kernel_portable, 0);
+    CHECK(!ctbc_kernel_portable.ukr_bf16 && !ctbc_kernel_avx2.ukr_bf16 && !ctbc_kernel_avx512.ukr_bf16,
+          "only the AVX512_BF16 entry has the bfloat16 pair kernel");
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
@@ -364,10 +416,15 @@ int main(int argc, char **argv)
         printf("avx2: skipped (CPU)\n");
     }
 #endif
-    if (with_avx512) {
-        CHECK(ctbc_kernel_avx512.ukr, "the AVX-512 kernel was not built");
-        if (ctbc_kernel_avx512.ukr)
-            check_entry(&ctbc_kernel_avx512, 1);
+    for (int i = 1; i < argc; i++) {
+        const ctbc_kernel *k = strcmp(argv[i], "avx512") == 0        ? &ctbc_kernel_avx512
+                               : strcmp(argv[i], "avx512_bf16") == 0 ? &ctbc_kernel_avx512_bf16
+                                                                     : NULL;
+        CHECK(k && k->ukr, "%s: no such kernel was built", argv[i]);
+        if (k && k->ukr) {
+            CHECK(strcmp(argv[i], "avx512_bf16") != 0 || k->ukr_bf16, "avx512_bf16 lacks ukr_bf16");
+            check_entry(k, 1);
+        }
     }
     if (failures) {
         printf("%d checks failed\n", failures);

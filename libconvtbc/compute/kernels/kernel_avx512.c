@@ -5,6 +5,10 @@
  * -mavx512vl -mfma (kernel file only); without them the entry has a NULL ukr
  * and the dispatcher never picks it.
  *
+ * kernel_avx512_bf16.c builds this file again with -mavx512bf16 and
+ * CTBC_AVX512_WITH_BF16: that entry adds the VDPBF16PS kernel on bfloat16
+ * pairs (ukernel.h, ctbc_ukr_bf16_fn) to everything here.
+ *
  * The test suite also builds this file against SIMDe (CTBC_KERNEL_VIA_SIMDE,
  * see tests/c/ukernel_contract.c), so that the same source runs on CPUs
  * without AVX-512 and is compared there with the portable kernels.
@@ -17,7 +21,8 @@
 #if defined(CTBC_KERNEL_VIA_SIMDE)
 #include "simde_avx512.h" /* tests/c: SIMDe under the Intel names */
 #define CTBC_AVX512_BUILT 1
-#elif defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__FMA__)
+#elif defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__FMA__) && \
+    (!defined(CTBC_AVX512_WITH_BF16) || defined(__AVX512BF16__))
 #include <immintrin.h>
 #define CTBC_AVX512_BUILT 1
 #endif
@@ -208,6 +213,67 @@ static void transpose_avx512(float *dst, int64_t ld_dst, const float *src, int64
     }
 }
 
+#if defined(CTBC_AVX512_WITH_BF16)
+
+#ifndef CTBC_AS_BH
+#define CTBC_AS_BH(v) ((__m512bh)(v)) /* 32 bfloat16 lanes, the same bits */
+#endif
+
+/* The 6 x 32 tile on bfloat16 pairs (see ctbc_ukr_bf16_fn): one broadcast
+ * pair of A against 32 pairs of B per step, twice the reduction of a float32
+ * step per instruction and half its memory traffic. */
+static void ukr_avx512bf16_6x32(const ctbc_ukr_args *args, const uint32_t *a, const uint32_t *b,
+                                float *c, int64_t ldc)
+{
+    __m512 acc[MR][2];
+    for (int i = 0; i < MR; i++) {
+        acc[i][0] = _mm512_setzero_ps();
+        acc[i][1] = _mm512_setzero_ps();
+    }
+    const int64_t ar = args->a_row, ai = args->a_inner, bi = args->b_inner;
+    const int64_t n_inner = args->n_inner;
+
+    for (int64_t q = 0; q < args->n_outer; q++) {
+        const uint32_t *pa = a + q * args->a_outer;
+        const uint32_t *pb = b + q * args->b_outer;
+        for (int64_t p = 0; p < n_inner; p++) {
+            const __m512i b0 = _mm512_loadu_si512(pb);
+            const __m512i b1 = _mm512_loadu_si512(pb + 16);
+            for (int i = 0; i < MR; i++) {
+                const __m512i x = _mm512_set1_epi32((int32_t)pa[i * ar]);
+                acc[i][0] = _mm512_dpbf16_ps(acc[i][0], CTBC_AS_BH(x), CTBC_AS_BH(b0));
+                acc[i][1] = _mm512_dpbf16_ps(acc[i][1], CTBC_AS_BH(x), CTBC_AS_BH(b1));
+            }
+            pa += ai;
+            pb += bi;
+        }
+    }
+    const int keep_c = !args->overwrite;
+    for (int i = 0; i < MR; i++) {
+        float *row = c + i * ldc;
+        const __m512 old0 = keep_c ? _mm512_loadu_ps(row) : _mm512_setzero_ps();
+        const __m512 old1 = keep_c ? _mm512_loadu_ps(row + 16) : _mm512_setzero_ps();
+        _mm512_storeu_ps(row, _mm512_add_ps(old0, acc[i][0]));
+        _mm512_storeu_ps(row + 16, _mm512_add_ps(old1, acc[i][1]));
+    }
+}
+
+/* kernel_avx512_bf16.c: this file again, built with -mavx512bf16; the
+ * entry is the AVX-512 one plus the bfloat16 pair kernel. */
+const ctbc_kernel ctbc_kernel_avx512_bf16 = {.name = "avx512_bf16",
+                                             .mr = MR,
+                                             .nr = NR,
+                                             .ukr = ukr_avx512_6x32,
+                                             .gemv = gemv_avx512,
+                                             .f16_load = f16_load_avx512,
+                                             .bf16_load = bf16_load_avx512,
+                                             .f16_store = f16_store_avx512,
+                                             .bf16_store = bf16_store_avx512,
+                                             .transpose = transpose_avx512,
+                                             .ukr_bf16 = ukr_avx512bf16_6x32};
+
+#else
+
 const ctbc_kernel ctbc_kernel_avx512 = {.name = "avx512",
                                         .mr = MR,
                                         .nr = NR,
@@ -219,9 +285,15 @@ const ctbc_kernel ctbc_kernel_avx512 = {.name = "avx512",
                                         .bf16_store = bf16_store_avx512,
                                         .transpose = transpose_avx512};
 
-#else
+#endif
+
+#elif defined(CTBC_AVX512_WITH_BF16)
 
 /* Built without the ISA flags: no kernel (ukr NULL), never picked. */
+const ctbc_kernel ctbc_kernel_avx512_bf16 = {.name = "avx512_bf16", .mr = 6, .nr = 32};
+
+#else
+
 const ctbc_kernel ctbc_kernel_avx512 = {.name = "avx512", .mr = 6, .nr = 32};
 
 #endif
