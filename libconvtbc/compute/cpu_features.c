@@ -32,9 +32,16 @@ static ctbc_isa detect_cpu(void)
         return CTBC_ISA_PORTABLE;
     __cpuid_count(7, 0, a, b, c, d);
     const int has_avx2 = (b >> 5) & 1, has_avx512f = (b >> 16) & 1;
-    /* opmask, upper halves of ZMM0-15 and ZMM16-31 saved by the OS */
-    if (has_avx512f && (xcr0 & 0xe6) == 0xe6)
-        return CTBC_ISA_AVX512;
+    const int has_avx512bw = (b >> 30) & 1, has_avx512vl = (b >> 31) & 1;
+    /* The AVX-512 kernels use BW and VL for their 16-bit edges (every
+     * AVX-512 server core has both) and FMA; the OS must save the opmask
+     * registers and both halves of the ZMM state (XCR0 bits 5, 6, 7). */
+    if (has_avx512f && has_avx512bw && has_avx512vl && has_fma && has_f16c && (xcr0 & 0xe6) == 0xe6) {
+        unsigned a1 = 0, b1, c1, d1;
+        if (a >= 1) /* leaf 7's highest sub-leaf */
+            __cpuid_count(7, 1, a1, b1, c1, d1);
+        return (a1 >> 5) & 1 ? CTBC_ISA_AVX512_BF16 : CTBC_ISA_AVX512;
+    }
     if (has_avx2 && has_fma && has_f16c)
         return CTBC_ISA_AVX2;
     return CTBC_ISA_PORTABLE;
@@ -60,15 +67,18 @@ static ctbc_isa env_cap(void)
     const char *s = getenv("CONVTBC_ISA");
     if (s && strcmp(s, "portable") == 0)
         return CTBC_ISA_PORTABLE;
+    if (s && strcmp(s, "avx2") == 0)
+        return CTBC_ISA_AVX2;
     if (s && strcmp(s, "avx512") == 0)
         return CTBC_ISA_AVX512;
-    return CTBC_ISA_AVX2;
+    return CTBC_ISA_AVX512_BF16;
 }
 
 static const ctbc_kernel *const kernel_table[] = {
     [CTBC_ISA_PORTABLE] = &ctbc_kernel_portable,
     [CTBC_ISA_AVX2] = &ctbc_kernel_avx2,
     [CTBC_ISA_AVX512] = &ctbc_kernel_avx512,
+    [CTBC_ISA_AVX512_BF16] = &ctbc_kernel_avx512_bf16,
 };
 
 const ctbc_kernel *ctbc_kernel_for_isa(ctbc_isa isa)

@@ -8,11 +8,12 @@
  *
  *   CONVTBC_ISA=portable   plain C kernels
  *   CONVTBC_ISA=avx2       AVX2+FMA kernels if the CPU and OS have them
- *   CONVTBC_ISA=avx512     AVX-512F kernels if the CPU and OS have them,
- *                          else the best below
+ *   CONVTBC_ISA=avx512     AVX-512 (F, BW, VL) kernels if the CPU and OS
+ *                          have them, else the best below
+ *   CONVTBC_ISA=avx512_bf16  the same plus the VDPBF16PS kernel where the
+ *                          CPU has AVX512_BF16
  *
- * Unset (or any other value) means avx2: the AVX-512 kernel is opt-in until
- * it has been validated on AVX-512 hardware.
+ * Unset (or any other value) means no cap: the best the CPU has.
  */
 #ifndef CONVTBC_COMPUTE_CPU_FEATURES_H
 #define CONVTBC_COMPUTE_CPU_FEATURES_H
@@ -22,7 +23,8 @@
 typedef enum {
     CTBC_ISA_PORTABLE = 0,
     CTBC_ISA_AVX2 = 1,
-    CTBC_ISA_AVX512 = 2
+    CTBC_ISA_AVX512 = 2,
+    CTBC_ISA_AVX512_BF16 = 3
 } ctbc_isa;
 
 /* The best ISA the CPU, the OS and this build support, within the cap. */

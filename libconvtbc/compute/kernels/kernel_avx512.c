@@ -1,14 +1,33 @@
 /*
- * AVX-512F micro-kernel, 6 x 32: twelve zmm accumulators (two 16-float
- * vectors per row). Built with -mavx512f (kernel file only); without it the
- * entry is NULL. Not validated on hardware yet (the development machine has
- * no AVX-512), which is why the dispatcher only picks it when
- * CONVTBC_ISA=avx512 asks for it.
+ * AVX-512 (F, BW, VL) kernels: the 6 x 32 micro-kernel (twelve zmm
+ * accumulators, two 16-float vectors per row), a 64-column GEMV, the 16-bit
+ * conversions and a 16 x 16 transpose. Built with -mavx512f -mavx512bw
+ * -mavx512vl -mfma (kernel file only); without them the entry has a NULL ukr
+ * and the dispatcher never picks it.
+ *
+ * kernel_avx512_bf16.c builds this file again with -mavx512bf16 and
+ * CTBC_AVX512_WITH_BF16: that entry adds the VDPBF16PS kernel on bfloat16
+ * pairs (ukernel.h, ctbc_ukr_bf16_fn) to everything here.
+ *
+ * The test suite also builds this file against SIMDe (CTBC_KERNEL_VIA_SIMDE,
+ * see tests/c/ukernel_contract.c), so that the same source runs on CPUs
+ * without AVX-512 and is compared there with the portable kernels.
+ *
+ * Edges use masked loads and stores rather than scalar loops, so every
+ * element of a conversion or a transpose takes the same vector path.
  */
 #include "compute/kernels/ukernel.h"
 
-#if defined(__AVX512F__)
+#if defined(CTBC_KERNEL_VIA_SIMDE)
+#include "simde_avx512.h" /* tests/c: SIMDe under the Intel names */
+#define CTBC_AVX512_BUILT 1
+#elif defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__FMA__) && \
+    (!defined(CTBC_AVX512_WITH_BF16) || defined(__AVX512BF16__))
 #include <immintrin.h>
+#define CTBC_AVX512_BUILT 1
+#endif
+
+#if defined(CTBC_AVX512_BUILT)
 
 #include "compute/kernels/gemv_tail.h"
 
@@ -52,7 +71,7 @@ static void ukr_avx512_6x32(const ctbc_ukr_args *args, const float *a, const flo
     }
 }
 
-/* 64 columns (four zmm accumulators) per pass over the rows, then 16 */
+/* 64 columns (four zmm accumulators) per pass over the rows, then 8 */
 static void gemv_avx512(int64_t n_rows, int64_t n, const float *a, int64_t a_step, const float *b,
                         int64_t b_row, float *y)
 {
@@ -71,10 +90,210 @@ static void gemv_avx512(int64_t n_rows, int64_t n, const float *a, int64_t a_ste
     gemv_tail8(j, n_rows, n, a, a_step, b, b_row, y);
 }
 
-const ctbc_kernel ctbc_kernel_avx512 = {"avx512", MR, NR, ukr_avx512_6x32, gemv_avx512, 0, 0, 0, 0, 0};
+/* The low `n` lanes (0 < n <= 16). */
+static inline __mmask16 lanes(int64_t n) { return (__mmask16)((1u << n) - 1u); }
+
+/* float16: vcvtph2ps / vcvtps2ph, as F16C does for 8 lanes. The narrowing
+ * of a NaN sets the quiet bit and keeps the top payload bits, as the scalar
+ * code does; the widening quiets a signalling NaN, which the scalar code
+ * keeps as it is, so that bit is cleared again for those. */
+static inline __m512 f16_widen(__m256i h)
+{
+    const __m512i t = _mm512_and_si512(_mm512_cvtepu16_epi32(h), _mm512_set1_epi32(0x7fff));
+    const __mmask16 snan = _mm512_cmpgt_epi32_mask(t, _mm512_set1_epi32(0x7c00)) &
+                           _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(0x7e00), t);
+    const __m512i w = _mm512_castps_si512(_mm512_cvtph_ps(h));
+    return _mm512_castsi512_ps(_mm512_mask_andnot_epi32(w, snan, _mm512_set1_epi32(0x00400000), w));
+}
+
+static inline __m256i f16_narrow(__m512 f) { return _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT); }
+
+/* bfloat16: the top half of a float32. Narrowing rounds to nearest even by
+ * adding 0x7fff plus the lowest kept bit; a NaN keeps its top bits with the
+ * quiet bit set (the carry could otherwise turn it into Inf). Integer
+ * arithmetic throughout, so subnormals round like any other value (the
+ * AVX512_BF16 vcvtneps2bf16 would flush them to zero). */
+static inline __m512 bf16_widen(__m256i h)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+static inline __m256i bf16_narrow(__m512 f)
+{
+    const __m512i u = _mm512_castps_si512(f);
+    const __m512i abs = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
+    const __mmask16 nan = _mm512_cmpgt_epi32_mask(abs, _mm512_set1_epi32(0x7f800000));
+    const __m512i hi = _mm512_srli_epi32(u, 16);
+    const __m512i odd = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+    const __m512i rounded = _mm512_srli_epi32(
+        _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), odd), 16);
+    const __m512i r = _mm512_mask_or_epi32(rounded, nan, hi, _mm512_set1_epi32(0x40));
+    /* every lane is <= 0xffff: the truncating narrow is exact */
+    return _mm512_cvtepi32_epi16(r);
+}
+
+#define H16_LOAD(name, widen)                                                         \
+    static void name(float *dst, const uint16_t *src, int64_t n)                      \
+    {                                                                                 \
+        int64_t i = 0;                                                                \
+        for (; i + 16 <= n; i += 16)                                                  \
+            _mm512_storeu_ps(dst + i, widen(_mm256_loadu_si256((const __m256i *)(src + i)))); \
+        if (i < n) {                                                                  \
+            const __mmask16 m = lanes(n - i);                                         \
+            _mm512_mask_storeu_ps(dst + i, m, widen(_mm256_maskz_loadu_epi16(m, src + i))); \
+        }                                                                             \
+    }
+
+#define H16_STORE(name, narrow)                                                       \
+    static void name(uint16_t *dst, const float *src, int64_t n)                      \
+    {                                                                                 \
+        int64_t i = 0;                                                                \
+        for (; i + 16 <= n; i += 16)                                                  \
+            _mm256_storeu_si256((__m256i *)(dst + i), narrow(_mm512_loadu_ps(src + i))); \
+        if (i < n) {                                                                  \
+            const __mmask16 m = lanes(n - i);                                         \
+            _mm256_mask_storeu_epi16(dst + i, m, narrow(_mm512_maskz_loadu_ps(m, src + i))); \
+        }                                                                             \
+    }
+
+H16_LOAD(f16_load_avx512, f16_widen)
+H16_STORE(f16_store_avx512, f16_narrow)
+H16_LOAD(bf16_load_avx512, bf16_widen)
+H16_STORE(bf16_store_avx512, bf16_narrow)
+
+/*
+ * One block of at most 16 x 16: rows past `rows` are not read (zero lanes),
+ * columns past `cols` neither, and only the `rows` x `cols` transposed
+ * elements are stored. Within each 128-bit lane, unpack + shuffle transpose
+ * 4 x 4 sub-blocks; shuffle_f32x4 then moves lane L of the four row groups
+ * into output rows 4L..4L+3.
+ */
+static void transpose_block(float *dst, int64_t ld_dst, const float *src, int64_t ld_src,
+                            int rows, int cols)
+{
+    const __mmask16 col_mask = lanes(cols), row_mask = lanes(rows);
+    __m512 r[16];
+    for (int i = 0; i < 16; i++)
+        r[i] = i < rows ? _mm512_maskz_loadu_ps(col_mask, src + i * ld_src) : _mm512_setzero_ps();
+    __m512 u[4][4]; /* u[g][k], lane L: column 4L+k of rows 4g..4g+3 */
+    for (int g = 0; g < 4; g++) {
+        const __m512 t0 = _mm512_unpacklo_ps(r[4 * g], r[4 * g + 1]);
+        const __m512 t1 = _mm512_unpackhi_ps(r[4 * g], r[4 * g + 1]);
+        const __m512 t2 = _mm512_unpacklo_ps(r[4 * g + 2], r[4 * g + 3]);
+        const __m512 t3 = _mm512_unpackhi_ps(r[4 * g + 2], r[4 * g + 3]);
+        u[g][0] = _mm512_shuffle_ps(t0, t2, 0x44);
+        u[g][1] = _mm512_shuffle_ps(t0, t2, 0xee);
+        u[g][2] = _mm512_shuffle_ps(t1, t3, 0x44);
+        u[g][3] = _mm512_shuffle_ps(t1, t3, 0xee);
+    }
+    __m512 out[16];
+    for (int k = 0; k < 4; k++) {
+        const __m512 lo01 = _mm512_shuffle_f32x4(u[0][k], u[1][k], 0x44);
+        const __m512 hi01 = _mm512_shuffle_f32x4(u[0][k], u[1][k], 0xee);
+        const __m512 lo23 = _mm512_shuffle_f32x4(u[2][k], u[3][k], 0x44);
+        const __m512 hi23 = _mm512_shuffle_f32x4(u[2][k], u[3][k], 0xee);
+        out[k] = _mm512_shuffle_f32x4(lo01, lo23, 0x88);
+        out[4 + k] = _mm512_shuffle_f32x4(lo01, lo23, 0xdd);
+        out[8 + k] = _mm512_shuffle_f32x4(hi01, hi23, 0x88);
+        out[12 + k] = _mm512_shuffle_f32x4(hi01, hi23, 0xdd);
+    }
+    for (int j = 0; j < cols; j++)
+        _mm512_mask_storeu_ps(dst + j * ld_dst, row_mask, out[j]);
+}
+
+static void transpose_avx512(float *dst, int64_t ld_dst, const float *src, int64_t ld_src,
+                             int64_t rows, int64_t cols)
+{
+    for (int64_t j = 0; j < cols; j += 16) {
+        const int w = cols - j < 16 ? (int)(cols - j) : 16;
+        for (int64_t i = 0; i < rows; i += 16) {
+            const int h = rows - i < 16 ? (int)(rows - i) : 16;
+            transpose_block(dst + j * ld_dst + i, ld_dst, src + i * ld_src + j, ld_src, h, w);
+        }
+    }
+}
+
+#if defined(CTBC_AVX512_WITH_BF16)
+
+#ifndef CTBC_AS_BH
+#define CTBC_AS_BH(v) ((__m512bh)(v)) /* 32 bfloat16 lanes, the same bits */
+#endif
+
+/* The 6 x 32 tile on bfloat16 pairs (see ctbc_ukr_bf16_fn): one broadcast
+ * pair of A against 32 pairs of B per step, twice the reduction of a float32
+ * step per instruction and half its memory traffic. */
+static void ukr_avx512bf16_6x32(const ctbc_ukr_args *args, const uint32_t *a, const uint32_t *b,
+                                float *c, int64_t ldc)
+{
+    __m512 acc[MR][2];
+    for (int i = 0; i < MR; i++) {
+        acc[i][0] = _mm512_setzero_ps();
+        acc[i][1] = _mm512_setzero_ps();
+    }
+    const int64_t ar = args->a_row, ai = args->a_inner, bi = args->b_inner;
+    const int64_t n_inner = args->n_inner;
+
+    for (int64_t q = 0; q < args->n_outer; q++) {
+        const uint32_t *pa = a + q * args->a_outer;
+        const uint32_t *pb = b + q * args->b_outer;
+        for (int64_t p = 0; p < n_inner; p++) {
+            const __m512i b0 = _mm512_loadu_si512(pb);
+            const __m512i b1 = _mm512_loadu_si512(pb + 16);
+            for (int i = 0; i < MR; i++) {
+                const __m512i x = _mm512_set1_epi32((int32_t)pa[i * ar]);
+                acc[i][0] = _mm512_dpbf16_ps(acc[i][0], CTBC_AS_BH(x), CTBC_AS_BH(b0));
+                acc[i][1] = _mm512_dpbf16_ps(acc[i][1], CTBC_AS_BH(x), CTBC_AS_BH(b1));
+            }
+            pa += ai;
+            pb += bi;
+        }
+    }
+    const int keep_c = !args->overwrite;
+    for (int i = 0; i < MR; i++) {
+        float *row = c + i * ldc;
+        const __m512 old0 = keep_c ? _mm512_loadu_ps(row) : _mm512_setzero_ps();
+        const __m512 old1 = keep_c ? _mm512_loadu_ps(row + 16) : _mm512_setzero_ps();
+        _mm512_storeu_ps(row, _mm512_add_ps(old0, acc[i][0]));
+        _mm512_storeu_ps(row + 16, _mm512_add_ps(old1, acc[i][1]));
+    }
+}
+
+/* kernel_avx512_bf16.c: this file again, built with -mavx512bf16; the
+ * entry is the AVX-512 one plus the bfloat16 pair kernel. */
+const ctbc_kernel ctbc_kernel_avx512_bf16 = {.name = "avx512_bf16",
+                                             .mr = MR,
+                                             .nr = NR,
+                                             .ukr = ukr_avx512_6x32,
+                                             .gemv = gemv_avx512,
+                                             .f16_load = f16_load_avx512,
+                                             .bf16_load = bf16_load_avx512,
+                                             .f16_store = f16_store_avx512,
+                                             .bf16_store = bf16_store_avx512,
+                                             .transpose = transpose_avx512,
+                                             .ukr_bf16 = ukr_avx512bf16_6x32};
 
 #else
 
-const ctbc_kernel ctbc_kernel_avx512 = {"avx512", 6, 32, 0, 0, 0, 0, 0, 0, 0};
+const ctbc_kernel ctbc_kernel_avx512 = {.name = "avx512",
+                                        .mr = MR,
+                                        .nr = NR,
+                                        .ukr = ukr_avx512_6x32,
+                                        .gemv = gemv_avx512,
+                                        .f16_load = f16_load_avx512,
+                                        .bf16_load = bf16_load_avx512,
+                                        .f16_store = f16_store_avx512,
+                                        .bf16_store = bf16_store_avx512,
+                                        .transpose = transpose_avx512};
+
+#endif
+
+#elif defined(CTBC_AVX512_WITH_BF16)
+
+/* Built without the ISA flags: no kernel (ukr NULL), never picked. */
+const ctbc_kernel ctbc_kernel_avx512_bf16 = {.name = "avx512_bf16", .mr = 6, .nr = 32};
+
+#else
+
+const ctbc_kernel ctbc_kernel_avx512 = {.name = "avx512", .mr = 6, .nr = 32};
 
 #endif

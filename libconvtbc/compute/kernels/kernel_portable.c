@@ -5,6 +5,8 @@
  */
 #include "compute/kernels/ukernel.h"
 
+#include "compute/float_convert.h"
+
 #define MR 4
 #define NR 8
 
@@ -48,4 +50,47 @@ static void gemv_portable(int64_t n_rows, int64_t n, const float *a, int64_t a_s
     }
 }
 
-const ctbc_kernel ctbc_kernel_portable = {"portable", MR, NR, ukr_portable_4x8, gemv_portable, 0, 0, 0, 0, 0};
+/* The 16-bit conversions and the transpose, one element at a time: the
+ * helpers every ISA's entry starts from (no entry leaves one NULL). */
+static void f16_load_portable(float *dst, const uint16_t *src, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = ctbc_f16_to_f32(src[i]);
+}
+
+static void bf16_load_portable(float *dst, const uint16_t *src, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = ctbc_bf16_to_f32(src[i]);
+}
+
+static void f16_store_portable(uint16_t *dst, const float *src, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = ctbc_f32_to_f16(src[i]);
+}
+
+static void bf16_store_portable(uint16_t *dst, const float *src, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = ctbc_f32_to_bf16(src[i]);
+}
+
+static void transpose_portable(float *dst, int64_t ld_dst, const float *src, int64_t ld_src,
+                               int64_t rows, int64_t cols)
+{
+    for (int64_t j = 0; j < cols; j++)
+        for (int64_t i = 0; i < rows; i++)
+            dst[j * ld_dst + i] = src[i * ld_src + j];
+}
+
+const ctbc_kernel ctbc_kernel_portable = {.name = "portable",
+                                          .mr = MR,
+                                          .nr = NR,
+                                          .ukr = ukr_portable_4x8,
+                                          .gemv = gemv_portable,
+                                          .f16_load = f16_load_portable,
+                                          .bf16_load = bf16_load_portable,
+                                          .f16_store = f16_store_portable,
+                                          .bf16_store = bf16_store_portable,
+                                          .transpose = transpose_portable};

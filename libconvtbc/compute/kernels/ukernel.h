@@ -61,8 +61,10 @@ typedef void (*ctbc_gemv_fn)(int64_t n_rows, int64_t n, const float *a, int64_t 
 
 /* Unit-stride conversions between float32 and a 16-bit format (float16 or
  * bfloat16): exact widening; narrowing with round-to-nearest-even, NaN kept
- * quiet, overflow to Inf: the same bits as float_convert.h. NULL: the
- * framework's scalar loops are used. */
+ * quiet, overflow to Inf: the same bits as float_convert.h on every input,
+ * subnormals included. NULL: the framework's scalar loops are used (no
+ * entry of a built ISA leaves one NULL: each starts from the portable
+ * element-at-a-time helpers and replaces what it does better). */
 typedef void (*ctbc_h16_load_fn)(float *dst, const uint16_t *src, int64_t n);
 typedef void (*ctbc_h16_store_fn)(uint16_t *dst, const float *src, int64_t n);
 
@@ -70,6 +72,29 @@ typedef void (*ctbc_h16_store_fn)(uint16_t *dst, const float *src, int64_t n);
  * transpose, exact). NULL: the framework's scalar loops are used. */
 typedef void (*ctbc_transpose_fn)(float *dst, int64_t ld_dst, const float *src, int64_t ld_src,
                                   int64_t rows, int64_t cols);
+
+/*
+ * bfloat16 operands through VDPBF16PS (AVX512_BF16): the same tile, loops
+ * and strides as ukr, but A and B hold bfloat16 PAIRS along the reduction,
+ * and every stride counts pairs (uint32_t):
+ *
+ *   C(i, j) += sum_{q < n_outer} sum_{p < n_inner} sum_{h = 1, 0} A_h(i; q, p) * B_h(q, p; j)
+ *
+ *   A_h(i; q, p) = bfloat16 h of a[i*a_row + q*a_outer + p*a_inner]
+ *   B_h(q, p; j) = bfloat16 h of b[q*b_outer + p*b_inner + j]
+ *
+ * (bfloat16 h of a pair: h = 0 the low 16 bits, the element of even index
+ * along the reduction; h = 1 the high 16 bits.) Each step is a float32
+ * fused multiply-add, odd element first, as the instruction does it: a
+ * bfloat16 product is exact in float32, so this is the float32 sum in that
+ * order, EXCEPT that the instruction ignores MXCSR and flushes: subnormal
+ * operands and running sums are read as zero and subnormal results are
+ * written as zero (signs kept). A reduction of odd length is padded with a
+ * zero pair element on BOTH sides (0 * Inf would be NaN). The sum starts
+ * from zero and is then added to C (or C = 0 + sum with overwrite), as ukr.
+ */
+typedef void (*ctbc_ukr_bf16_fn)(const ctbc_ukr_args *args, const uint32_t *a, const uint32_t *b,
+                                 float *c, int64_t ldc);
 
 typedef struct {
     const char *name;
@@ -79,10 +104,17 @@ typedef struct {
     ctbc_h16_load_fn f16_load, bf16_load;
     ctbc_h16_store_fn f16_store, bf16_store;
     ctbc_transpose_fn transpose;
+    /* NULL unless the CPU level of this entry has VDPBF16PS. Its results
+     * differ from ukr's on subnormals (see ctbc_ukr_bf16_fn), so a driver
+     * uses it only for a GEMM whose two operands are BFLOAT16 tensors and
+     * a cubeMathType that allows reduced precision (1, 2, 3; KEEP_DTYPE
+     * keeps the float32 path). Same mr x nr as ukr. */
+    ctbc_ukr_bf16_fn ukr_bf16;
 } ctbc_kernel;
 
 extern const ctbc_kernel ctbc_kernel_portable;
 extern const ctbc_kernel ctbc_kernel_avx2;
 extern const ctbc_kernel ctbc_kernel_avx512;
+extern const ctbc_kernel ctbc_kernel_avx512_bf16; /* avx512 + ukr_bf16 */
 
 #endif /* CONVTBC_COMPUTE_KERNELS_UKERNEL_H */

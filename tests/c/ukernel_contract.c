@@ -1,0 +1,435 @@
+/*
+ * The micro-kernel contract (libconvtbc/compute/kernels/ukernel.h), checked
+ * for every kernel entry this program is linked with: portable, AVX2 (where
+ * the CPU has it) and AVX-512, either built natively or built against SIMDe
+ * (tests/test_ukernel_contract.py builds one program per AVX-512 variant:
+ * the kernel sources are compiled in directly, their symbols being hidden
+ * in the shared library).
+ *
+ * The reference is the portable kernel's arithmetic written out one element
+ * at a time: C(i, j) = C(i, j) + sum, the sum taken from zero over q then p
+ * in order, each step a fused multiply-add (fmaf) for the SIMD kernels and a
+ * multiply then an add for the portable one (this file is compiled with
+ * -ffp-contract=off); for the bfloat16 pair kernel, VDPBF16PS's steps as
+ * ukernel.h states them (odd element first, subnormals flushed). So every kernel is held to the bits, on every edge
+ * tile, stride layout and mode; the 16-bit conversions are held to
+ * float_convert.h and the transpose to a copy.
+ *
+ * Usage: ukernel_contract [avx512] [avx512_bf16]   (the AVX-512 entries to
+ * check too, which the driver names only where they may run).
+ * Prints OK and returns 0 when every check passes.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compute/float_convert.h"
+#include "compute/kernels/ukernel.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                    \
+    do {                                                                    \
+        if (!(cond)) {                                                      \
+            if (failures < 20) {                                            \
+                fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);        \
+                fprintf(stderr, __VA_ARGS__);                               \
+                fputc('\n', stderr);                                        \
+            }                                                               \
+            failures++;                                                     \
+        }                                                                   \
+    } while (0)
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15u;
+
+static uint32_t next_u32(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16);
+}
+
+/* A value with a varied exponent, so that sums round differently in
+ * different orders and with or without fusing. */
+static float random_value(void)
+{
+    const float unit = (float)(next_u32() % 2000001u) / 1000000.0f - 1.0f;
+    return ldexpf(unit, (int)(next_u32() % 17u) - 8);
+}
+
+static uint32_t bits(float f) { return ctbc_f32_bits(f); }
+
+/* ---- the GEMM micro-kernel ---------------------------------------------- */
+
+#define ARENA 65536
+#define CENTER (ARENA / 2)
+/* float32 bits, or bfloat16 pairs for ukr_bf16 (the kernels are compiled
+ * apart, so they read these words as floats without aliasing concerns) */
+static uint32_t arena_a[ARENA], arena_b[ARENA];
+
+#define C_PAD 3 /* rows and columns of sentinels around the tile */
+#define SENTINEL 0x7fa5a5a5u /* a NaN no kernel produces */
+#define BF16_NAN_PAIR 0x7fc07fc0u
+
+typedef struct {
+    const char *name;
+    int64_t a_row, a_inner, a_outer, b_inner, b_outer;
+} layout;
+
+/* The layouts the drivers use and a few they might: a packed mr-wide strip,
+ * a row-major block, grad_input's backwards tap step (B rows of one call
+ * shared between taps), negative and zero strides. Written as functions of
+ * the tile and of n_inner; no two rows of A share an element (rows past the
+ * edge hold NaN). */
+static int make_layouts(layout *out, int mr, int nr, int64_t n_inner)
+{
+    int n = 0;
+    out[n++] = (layout){"packed", 1, mr, mr * n_inner, nr, nr * n_inner};
+    out[n++] = (layout){"row-major", 4 * n_inner + 7, 1, n_inner + 1, nr + 5, (nr + 5) * n_inner + 3};
+    out[n++] = (layout){"tap-step", 1, mr, mr * n_inner + 2, nr + 2, -(int64_t)(nr + 2) * 3};
+    out[n++] = (layout){"negative", -64, -1, -(n_inner + 2), -(int64_t)nr - 1, (nr + 1) * (n_inner + 1)};
+    out[n++] = (layout){"zero", 2, 0, 0, 0, nr};
+    return n;
+}
+
+/* A bfloat16 operand: mostly ordinary values, some subnormal, some so
+ * small that products and partial sums fall below float32's normal range
+ * (what VDPBF16PS flushes). */
+static uint16_t random_bf16(void)
+{
+    const uint32_t kind = next_u32() % 16;
+    if (kind == 0)
+        return (uint16_t)((next_u32() & 0x8000u) | (1u + next_u32() % 0x7fu)); /* subnormal */
+    if (kind == 1)
+        return (uint16_t)((next_u32() & 0x8000u) | ((60u + next_u32() % 8u) << 7) | (next_u32() & 0x7fu));
+    return ctbc_f32_to_bf16(random_value());
+}
+
+static uint32_t random_word(int bf16)
+{
+    return bf16 ? (uint32_t)random_bf16() | (uint32_t)random_bf16() << 16 : bits(random_value());
+}
+
+static float flush_subnormal(float x)
+{
+    return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x;
+}
+
+/* The sum of one element of C, as ukernel.h defines it for ukr (fused or
+ * not) and for ukr_bf16 (pairs, odd element first, flushing). */
+static float model_sum(int fused, int bf16, const ctbc_ukr_args *s, const uint32_t *a, const uint32_t *b,
+                       int i, int j)
+{
+    float acc = 0.0f;
+    for (int64_t q = 0; q < s->n_outer; q++)
+        for (int64_t p = 0; p < s->n_inner; p++) {
+            const uint32_t x = a[i * s->a_row + q * s->a_outer + p * s->a_inner];
+            const uint32_t y = b[q * s->b_outer + p * s->b_inner + j];
+            if (bf16) {
+                for (int h = 1; h >= 0; h--) {
+                    const float xh = flush_subnormal(ctbc_bf16_to_f32((uint16_t)(x >> (16 * h))));
+                    const float yh = flush_subnormal(ctbc_bf16_to_f32((uint16_t)(y >> (16 * h))));
+                    acc = flush_subnormal(fmaf(xh, yh, flush_subnormal(acc)));
+                }
+            } else {
+                const float xf = ctbc_bits_f32(x), yf = ctbc_bits_f32(y);
+                acc = fused ? fmaf(xf, yf, acc) : acc + xf * yf;
+            }
+        }
+    return acc;
+}
+
+/* One call on tile m x n of the kernel's mr x nr: rows of A past m and
+ * columns of B past n hold NaN (padding a caller discards), which must not
+ * reach the m x n results; C outside the mr x nr tile must be untouched. */
+static void check_ukr_call(const ctbc_kernel *k, int fused, int bf16, const layout *l, int64_t n_outer,
+                           int64_t n_inner, int overwrite, int m, int n)
+{
+    const ctbc_ukr_args args = {.n_outer = n_outer, .n_inner = n_inner, .a_row = l->a_row,
+                                .a_inner = l->a_inner, .a_outer = l->a_outer, .b_inner = l->b_inner,
+                                .b_outer = l->b_outer, .overwrite = overwrite};
+    const uint32_t nan = bf16 ? BF16_NAN_PAIR : bits(NAN);
+    const uint32_t *a = arena_a + CENTER, *b = arena_b + CENTER;
+    for (int i = 0; i < k->mr; i++)
+        for (int64_t q = 0; q < n_outer; q++)
+            for (int64_t p = 0; p < n_inner; p++)
+                arena_a[CENTER + i * l->a_row + q * l->a_outer + p * l->a_inner] = i < m ? random_word(bf16) : nan;
+    for (int64_t q = 0; q < n_outer; q++)
+        for (int64_t p = 0; p < n_inner; p++)
+            for (int j = 0; j < k->nr; j++)
+                arena_b[CENTER + q * l->b_outer + p * l->b_inner + j] = j < n ? random_word(bf16) : nan;
+
+    enum { LDC = CTBC_NR_MAX + 2 * C_PAD };
+    float c[(CTBC_MR_MAX + 2 * C_PAD) * LDC], before[(CTBC_MR_MAX + 2 * C_PAD) * LDC];
+    for (int e = 0; e < (k->mr + 2 * C_PAD) * LDC; e++)
+        c[e] = ctbc_bits_f32(SENTINEL);
+    float *tile = c + C_PAD * LDC + C_PAD;
+    for (int i = 0; i < k->mr; i++)
+        for (int j = 0; j < k->nr; j++)
+            /* overwrite must not read C: a NaN there would show */
+            tile[i * LDC + j] = overwrite ? NAN : (next_u32() % 5 == 0 ? -0.0f : random_value());
+    memcpy(before, c, sizeof c);
+
+    if (bf16)
+        k->ukr_bf16(&args, a, b, tile, LDC);
+    else
+        k->ukr(&args, (const float *)(const void *)a, (const float *)(const void *)b, tile, LDC);
+
+    const char *kind = bf16 ? "ukr_bf16" : "ukr";
+    for (int r = 0; r < k->mr + 2 * C_PAD; r++)
+        for (int col = 0; col < LDC; col++) {
+            const int i = r - C_PAD, j = col - C_PAD;
+            const uint32_t got = bits(c[r * LDC + col]);
+            if (i < 0 || i >= k->mr || j < 0 || j >= k->nr) {
+                CHECK(got == SENTINEL, "%s %s %s: C(%d, %d) outside the tile was written", k->name, kind, l->name,
+                      i, j);
+            } else if (i < m && j < n) {
+                const float old = overwrite ? 0.0f : before[r * LDC + col];
+                const uint32_t want = bits(old + model_sum(fused, bf16, &args, a, b, i, j));
+                CHECK(got == want,
+                      "%s %s %s n_outer %lld n_inner %lld %s tile %dx%d: C(%d, %d) = %08x, want %08x", k->name,
+                      kind, l->name, (long long)n_outer, (long long)n_inner,
+                      overwrite ? "overwrite" : "accumulate", m, n, i, j, got, want);
+            }
+        }
+}
+
+static void check_ukr(const ctbc_kernel *k, int fused, int bf16)
+{
+    static const int64_t n_outers[] = {0, 1, 2, 3}, n_inners[] = {0, 1, 2, 5};
+    layout layouts[8];
+    for (size_t a = 0; a < sizeof n_outers / sizeof *n_outers; a++)
+        for (size_t b = 0; b < sizeof n_inners / sizeof *n_inners; b++) {
+            const int nl = make_layouts(layouts, k->mr, k->nr, n_inners[b]);
+            for (int l = 0; l < nl; l++)
+                for (int overwrite = 0; overwrite < 2; overwrite++) {
+                    /* every edge tile on the plainest layout, the full tile
+                     * and a few edges on the others */
+                    if (l == 0 && a == 2 && b == 2) {
+                        for (int m = 1; m <= k->mr; m++)
+                            for (int n = 1; n <= k->nr; n++)
+                                check_ukr_call(k, fused, bf16, &layouts[l], n_outers[a], n_inners[b], overwrite, m,
+                                               n);
+                    } else {
+                        const int64_t no = n_outers[a], ni = n_inners[b];
+                        check_ukr_call(k, fused, bf16, &layouts[l], no, ni, overwrite, k->mr, k->nr);
+                        check_ukr_call(k, fused, bf16, &layouts[l], no, ni, overwrite, 1, 1);
+                        check_ukr_call(k, fused, bf16, &layouts[l], no, ni, overwrite, k->mr > 1 ? k->mr - 1 : 1,
+                                       k->nr - 3);
+                    }
+                }
+        }
+}
+
+/* ---- GEMV --------------------------------------------------------------- */
+
+static void check_gemv(const ctbc_kernel *k, int fused)
+{
+    static const int64_t rows[] = {0, 1, 2, 7, 33};
+    static const int64_t ns[] = {8, 16, 24, 56, 64, 72, 120, 128, 200};
+    static const int64_t a_steps[] = {1, 3, -2, 0};
+    for (size_t r = 0; r < sizeof rows / sizeof *rows; r++)
+        for (size_t t = 0; t < sizeof ns / sizeof *ns; t++)
+            for (size_t s = 0; s < sizeof a_steps / sizeof *a_steps; s++)
+                for (int neg = 0; neg < 2; neg++) {
+                    const int64_t n = ns[t], n_rows = rows[r], a_step = a_steps[s];
+                    const int64_t b_row = neg ? -(n + 5) : n + 3;
+                    static float ga[ARENA], gb[ARENA];
+                    const float *a = ga + CENTER, *b = gb + CENTER;
+                    for (int64_t p = 0; p < n_rows; p++) {
+                        ga[CENTER + p * a_step] = random_value();
+                        for (int64_t j = 0; j < n; j++)
+                            gb[CENTER + p * b_row + j] = random_value();
+                    }
+                    float y[200 + 16], before[200 + 16];
+                    for (int64_t j = 0; j < n + 16; j++)
+                        y[j] = j < n ? random_value() : ctbc_bits_f32(SENTINEL);
+                    memcpy(before, y, sizeof y);
+                    k->gemv(n_rows, n, a, a_step, b, b_row, y);
+                    for (int64_t j = 0; j < n + 16; j++) {
+                        if (j >= n) {
+                            CHECK(bits(y[j]) == SENTINEL, "%s gemv n %lld: y[%lld] past n written", k->name,
+                                  (long long)n, (long long)j);
+                            continue;
+                        }
+                        float acc = 0.0f;
+                        for (int64_t p = 0; p < n_rows; p++) {
+                            const float x = a[p * a_step], v = b[p * b_row + j];
+                            acc = fused ? fmaf(x, v, acc) : acc + x * v;
+                        }
+                        CHECK(bits(y[j]) == bits(before[j] + acc),
+                              "%s gemv rows %lld n %lld a_step %lld b_row %lld: y[%lld] = %08x, want %08x", k->name,
+                              (long long)n_rows, (long long)n, (long long)a_step, (long long)b_row, (long long)j,
+                              bits(y[j]), bits(before[j] + acc));
+                    }
+                }
+}
+
+/* ---- 16-bit conversions ------------------------------------------------- */
+
+#define GUARD 20 /* elements checked untouched past the end */
+
+static void check_widen(const char *kname, const char *what, ctbc_h16_load_fn load,
+                        float (*ref)(uint16_t))
+{
+    /* all 65536 values in one call, then every tail length at odd offsets */
+    static uint16_t in[65536];
+    static float out[65536 + GUARD];
+    for (uint32_t h = 0; h < 65536; h++)
+        in[h] = (uint16_t)h;
+    load(out, in, 65536);
+    int bad = 0;
+    for (uint32_t h = 0; h < 65536; h++)
+        if (bits(out[h]) != bits(ref((uint16_t)h)) && bad++ < 5)
+            CHECK(0, "%s %s widen %04x: %08x, want %08x", kname, what, h, bits(out[h]), bits(ref((uint16_t)h)));
+    failures += bad > 5 ? bad - 5 : 0;
+    for (int64_t n = 0; n <= 40; n++)
+        for (int64_t off = 0; off < 3; off++) {
+            const uint16_t *src = in + 0x7bf0 + off * 7; /* around Inf and NaN */
+            for (int64_t i = 0; i < n + GUARD; i++)
+                out[i] = ctbc_bits_f32(SENTINEL);
+            load(out, src, n);
+            for (int64_t i = 0; i < n + GUARD; i++)
+                CHECK(bits(out[i]) == (i < n ? bits(ref(src[i])) : SENTINEL), "%s %s widen, n %lld: element %lld",
+                      kname, what, (long long)n, (long long)i);
+        }
+}
+
+/* float32 patterns for narrowing: every exponent, both signs, with
+ * mantissas at and around each rounding boundary (the ties of every
+ * float16 subnormal shift and of bfloat16), then random patterns. */
+static size_t narrow_patterns(uint32_t *p, size_t cap)
+{
+    size_t n = 0;
+    for (uint32_t sign = 0; sign < 2; sign++)
+        for (uint32_t e = 0; e < 256; e++) {
+            for (int b = 0; b < 23; b++) {
+                const uint32_t one = 1u << b;
+                const uint32_t m[] = {one, one - 1, one + 1, one | (one << 1), (one << 1) - 1, one | 1u,
+                                      (0x7fffffu & ~(one - 1))};
+                for (size_t t = 0; t < sizeof m / sizeof *m && n < cap; t++)
+                    p[n++] = sign << 31 | e << 23 | (m[t] & 0x7fffffu);
+            }
+            if (n + 2 <= cap) {
+                p[n++] = sign << 31 | e << 23;
+                p[n++] = sign << 31 | e << 23 | 0x7fffffu;
+            }
+        }
+    while (n < cap)
+        p[n++] = next_u32() ^ (next_u32() << 16);
+    return n;
+}
+
+static void check_narrow(const char *kname, const char *what, ctbc_h16_store_fn store,
+                         uint16_t (*ref)(float))
+{
+    enum { N = 1 << 20 };
+    static uint32_t pat[N];
+    static float in[N];
+    static uint16_t out[N + GUARD];
+    const size_t n_pat = narrow_patterns(pat, N);
+    memcpy(in, pat, n_pat * sizeof *pat);
+    store(out, in, (int64_t)n_pat);
+    int bad = 0;
+    for (size_t i = 0; i < n_pat; i++)
+        if (out[i] != ref(in[i]) && bad++ < 5)
+            CHECK(0, "%s %s narrow %08x: %04x, want %04x", kname, what, pat[i], out[i], ref(in[i]));
+    failures += bad > 5 ? bad - 5 : 0;
+    for (int64_t n = 0; n <= 40; n++)
+        for (int64_t off = 0; off < 3; off++) {
+            const float *src = in + off * 5;
+            for (int64_t i = 0; i < n + GUARD; i++)
+                out[i] = 0xa5a5;
+            store(out, src, n);
+            for (int64_t i = 0; i < n + GUARD; i++)
+                CHECK(out[i] == (i < n ? ref(src[i]) : 0xa5a5), "%s %s narrow, n %lld: element %lld", kname, what,
+                      (long long)n, (long long)i);
+        }
+}
+
+/* ---- transpose ---------------------------------------------------------- */
+
+static void check_transpose(const ctbc_kernel *k)
+{
+    enum { MAXD = 40, LD_PAD = 3 };
+    static float src[MAXD * (MAXD + LD_PAD)], dst[(MAXD + GUARD) * (MAXD + LD_PAD)];
+    for (size_t i = 0; i < sizeof src / sizeof *src; i++)
+        src[i] = ctbc_bits_f32(next_u32()); /* any bits, NaN payloads included */
+    for (int64_t rows = 0; rows <= MAXD; rows++)
+        for (int64_t cols = 0; cols <= MAXD; cols++) {
+            const int64_t ld_src = cols + (rows + cols) % LD_PAD, ld_dst = rows + (rows * cols) % LD_PAD;
+            const int64_t dst_len = (cols + 1) * (ld_dst + 1) + GUARD;
+            for (int64_t e = 0; e < dst_len; e++)
+                dst[e] = ctbc_bits_f32(SENTINEL);
+            k->transpose(dst, ld_dst, src, ld_src, rows, cols);
+            for (int64_t e = 0; e < dst_len; e++) {
+                const int64_t j = e / (ld_dst ? ld_dst : 1), i = e % (ld_dst ? ld_dst : 1);
+                const int inside = ld_dst > 0 && j < cols && i < rows;
+                const uint32_t want = inside ? bits(src[i * ld_src + j]) : SENTINEL;
+                CHECK(bits(dst[e]) == want, "%s transpose %lldx%lld (ld %lld, %lld): dst[%lld] = %08x, want %08x",
+                      k->name, (long long)rows, (long long)cols, (long long)ld_src, (long long)ld_dst, (long long)e,
+                      bits(dst[e]), want);
+            }
+        }
+}
+
+/* ---- the entries -------------------------------------------------------- */
+
+static void check_entry(const ctbc_kernel *k, int fused)
+{
+    const int before = failures;
+    CHECK(k->ukr && k->gemv && k->f16_load && k->bf16_load && k->f16_store && k->bf16_store && k->transpose,
+          "%s: an entry of a built ISA leaves a helper NULL", k->name);
+    CHECK(k->mr >= 1 && k->mr <= CTBC_MR_MAX && k->nr >= 4 && k->nr <= CTBC_NR_MAX && k->nr % 8 == 0,
+          "%s: tile %dx%d outside the scratch bounds", k->name, k->mr, k->nr);
+    if (failures != before)
+        return;
+    check_ukr(k, fused, 0);
+    if (k->ukr_bf16)
+        check_ukr(k, 1, 1);
+    check_gemv(k, fused);
+    check_widen(k->name, "float16", k->f16_load, ctbc_f16_to_f32);
+    check_widen(k->name, "bfloat16", k->bf16_load, ctbc_bf16_to_f32);
+    check_narrow(k->name, "float16", k->f16_store, ctbc_f32_to_f16);
+    check_narrow(k->name, "bfloat16", k->bf16_store, ctbc_f32_to_bf16);
+    check_transpose(k);
+    printf("%s: %s\n", k->name, failures == before ? "ok" : "FAILED");
+}
+
+/* Arguments: the AVX-512 entries to check besides portable and AVX2
+ * ("avx512", "avx512_bf16"), those the driver knows this CPU can run. */
+int main(int argc, char **argv)
+{
+    check_entry(&ctbc_kernel_portable, 0);
+    CHECK(!ctbc_kernel_portable.ukr_bf16 && !ctbc_kernel_avx2.ukr_bf16 && !ctbc_kernel_avx512.ukr_bf16,
+          "only the AVX512_BF16 entry has the bfloat16 pair kernel");
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        CHECK(ctbc_kernel_avx2.ukr, "the AVX2 kernel was not built");
+        if (ctbc_kernel_avx2.ukr)
+            check_entry(&ctbc_kernel_avx2, 1);
+    } else {
+        printf("avx2: skipped (CPU)\n");
+    }
+#endif
+    for (int i = 1; i < argc; i++) {
+        const ctbc_kernel *k = strcmp(argv[i], "avx512") == 0        ? &ctbc_kernel_avx512
+                               : strcmp(argv[i], "avx512_bf16") == 0 ? &ctbc_kernel_avx512_bf16
+                                                                     : NULL;
+        CHECK(k && k->ukr, "%s: no such kernel was built", argv[i]);
+        if (k && k->ukr) {
+            CHECK(strcmp(argv[i], "avx512_bf16") != 0 || k->ukr_bf16, "avx512_bf16 lacks ukr_bf16");
+            check_entry(k, 1);
+        }
+    }
+    if (failures) {
+        printf("%d checks failed\n", failures);
+        return 1;
+    }
+    printf("OK\n");
+    return 0;
+}
