@@ -13,9 +13,15 @@ Importing the package loads nothing: the library is loaded on first use of
 from __future__ import annotations
 
 import importlib
-from typing import Any, Dict
+from typing import TYPE_CHECKING, Any, Dict, List
 
 from ._library import backend, use_cann
+
+if TYPE_CHECKING:  # what the lazy names below are, for type checkers
+    from ._library import ffi, lib
+    from .emulation import NotConvtbcError, device_memory_guard, memory_checking, set_soc, soc_name, soc_profile
+    from .errors import AclError, AclnnError, ConvTbcError, check
+    from .ops import conv_tbc_backward
 
 # Public name -> the submodule defining it, imported on first access (PEP 562):
 # importing any of them would load the library or numpy's extras.
@@ -47,5 +53,5 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-def __dir__() -> list:
+def __dir__() -> List[str]:
     return sorted([*globals(), *_LAZY])

@@ -17,7 +17,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import threading
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -122,27 +122,23 @@ def _c_ordered(array: np.ndarray) -> np.ndarray:
 
 
 def conv_tbc_backward(
-    grad_output: Optional[np.ndarray],
-    input: Optional[np.ndarray],
-    weight: Optional[np.ndarray],
-    bias: Optional[np.ndarray],
-    pad: int,
-    cube_math_type: int,
+    operands: Sequence[Optional[np.ndarray]], pad: int, cube_math_type: int
 ) -> Tuple[Optional[np.ndarray], Optional[np.ndarray], Optional[np.ndarray]]:
     """(grad_input, grad_weight, grad_bias) of aclnnConvTbcBackward run on the
-    CANN backend; a None argument is passed as a NULL tensor, and its
-    gradient (for input, weight, bias) is None."""
+    CANN backend, for `operands` = (grad_output, input, weight, bias). A None
+    operand is passed as a NULL tensor, and its gradient (for input, weight,
+    bias) is None."""
     lib, ffi = _library.lib, _library.ffi
     _start_runtime()
-    operands = [None if a is None else _c_ordered(a) for a in (grad_output, input, weight, bias)]
-    grads = [None if a is None else np.empty(a.shape, a.dtype) for a in operands[1:]]
+    ordered = [None if a is None else _c_ordered(a) for a in operands]
+    grads = [None if a is None else np.empty(a.shape, a.dtype) for a in ordered[1:]]
     # Every step registers its undoing, so nothing stays allocated whether
     # the call succeeds, is refused or raises.
     with contextlib.ExitStack() as cleanup:
         stream = ffi.new("aclrtStream *")
         check(lib.aclrtCreateStream(stream), AclError)
         cleanup.callback(lib.aclrtDestroyStream, stream[0])
-        inputs = [ffi.NULL if a is None else _device_tensor(a, True, cleanup)[1] for a in operands]
+        inputs = [ffi.NULL if a is None else _device_tensor(a, True, cleanup)[1] for a in ordered]
         outputs = [None if g is None else _device_tensor(g, False, cleanup) for g in grads]
         output_tensors = [ffi.NULL if o is None else o[1] for o in outputs]
 

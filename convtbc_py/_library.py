@@ -481,17 +481,18 @@ def load() -> Loaded:
         home = _chosen_cann_home[0] if _chosen_cann_home else _environment_cann_home()
         if home is not None and not _chosen_cann_home:
             home = _check_cann_home(home, f"${CANN_HOME_VARIABLE}")
-        # Found first: a missing library is the error worth reporting.
-        path = library_path() if home is None else home
+        # Found before cffi is imported: a missing library is the error worth reporting.
+        path = library_path() if home is None else None
         import cffi
 
         cdef, values = _cdef(home is not None)
         ffi = cffi.FFI()
         ffi.cdef(cdef)
-        if home is None:
+        if path is not None:
             lib: Any = _dlopen(ffi, path, "libconvtbc")
             paths = [path]
         else:
+            assert home is not None
             lib, paths = _load_cann(ffi, home)
         loaded = Loaded(ffi, lib, values, home, paths)
         _loaded.append(loaded)

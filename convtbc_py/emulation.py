@@ -40,7 +40,7 @@ def soc_name() -> str:
     """The SoC the library runs on, as aclrtGetSocName reports it (the emulated
     one under convtbc)."""
     lib, ffi = _library.lib, _library.ffi
-    return ffi.string(lib.aclrtGetSocName()).decode()
+    return str(ffi.string(lib.aclrtGetSocName()).decode())
 
 
 def set_soc(name: str) -> None:

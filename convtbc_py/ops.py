@@ -154,7 +154,7 @@ def conv_tbc_backward(
     if _library.backend() == "cann":  # a CANN toolkit: device memory and CANN's public API only
         from ._cann import conv_tbc_backward as on_cann
 
-        return on_cann(*operands, pad, cube_math_type)
+        return on_cann(operands, pad, cube_math_type)  # type: ignore[return-value]
     arrays = operands + grads
     keep_alive: List[Any] = []
     tensors = ffi.new(_HOST_TENSORS, [() if a is None else _host_tensor(a, keep_alive) for a in arrays])
