@@ -3,24 +3,55 @@
 `conv_tbc_backward` is the numpy front end. `ffi` and `lib` are the raw C API
 (generated from the shipped headers) for code written in CANN's style;
 `check` turns their status codes into `AclnnError` / `AclError`.
+
+Importing the package loads nothing: the library is loaded on first use of
+`conv_tbc_backward`, `ffi` or `lib`, so `use_cann(home)` (or
+`$CONVTBC_CANN_HOME`) can first choose a CANN toolkit to run on instead;
+`backend()` says which one is in use.
 """
 
-from ._library import ffi, lib
-from .emulation import device_memory_guard, memory_checking, set_soc, soc_name, soc_profile
-from .errors import AclError, AclnnError, ConvTbcError, check
-from .ops import conv_tbc_backward
+from __future__ import annotations
 
-__all__ = [
-    "AclError",
-    "AclnnError",
-    "ConvTbcError",
-    "check",
-    "conv_tbc_backward",
-    "device_memory_guard",
-    "ffi",
-    "lib",
-    "memory_checking",
-    "set_soc",
-    "soc_name",
-    "soc_profile",
-]
+import importlib
+from typing import TYPE_CHECKING, Any, Dict, List
+
+from ._library import backend, use_cann
+
+if TYPE_CHECKING:  # what the lazy names below are, for type checkers
+    from ._library import ffi, lib
+    from .emulation import NotConvtbcError, device_memory_guard, memory_checking, set_soc, soc_name, soc_profile
+    from .errors import AclError, AclnnError, ConvTbcError, check
+    from .ops import conv_tbc_backward
+
+# Public name -> the submodule defining it, imported on first access (PEP 562):
+# importing any of them would load the library or numpy's extras.
+_LAZY: Dict[str, str] = {
+    "AclError": "errors",
+    "AclnnError": "errors",
+    "ConvTbcError": "errors",
+    "check": "errors",
+    "conv_tbc_backward": "ops",
+    "device_memory_guard": "emulation",
+    "memory_checking": "emulation",
+    "NotConvtbcError": "emulation",
+    "set_soc": "emulation",
+    "soc_name": "emulation",
+    "soc_profile": "emulation",
+    "ffi": "_library",
+    "lib": "_library",
+}
+
+__all__ = sorted([*_LAZY, "backend", "use_cann"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> List[str]:
+    return sorted([*globals(), *_LAZY])

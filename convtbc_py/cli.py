@@ -14,29 +14,37 @@ import argparse
 import contextlib
 import importlib
 import sys
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-
-PACKAGE_DIR = Path(__file__).resolve().parent
-
 
 # --------------------------------------------------------------------- config
 
 
 def _config(args: argparse.Namespace) -> int:
-    prefix = PACKAGE_DIR
+    # Finds the tree without loading the library (or anything beyond it).
+    from ._library import find_tree, install_advice
+
+    tree = find_tree()
+    if tree is None:
+        print(f"convtbc config: no built convtbc: {install_advice()}", file=sys.stderr)
+        return 1
     words: List[str] = []
     if args.prefix:
-        words.append(str(prefix))
+        if tree.prefix is None:
+            print(f"convtbc config: the {tree.origin} has no CANN-shaped tree (headers in {tree.include}, "
+                  f"library {tree.library}); --cflags and --libs work, or `pip install .` gives one",
+                  file=sys.stderr)
+            return 1
+        words.append(str(tree.prefix))
     if args.cflags:
         # CANN's sample builds put both include/ and include/aclnn on the path.
-        words += [f"-I{prefix / 'include'}", f"-I{prefix / 'include' / 'aclnn'}"]
+        words += [f"-I{tree.include}", f"-I{tree.include / 'aclnn'}"]
     if args.libs:
         # The rpath lets the program find libconvtbc without LD_LIBRARY_PATH.
-        lib64 = prefix / "lib64"
-        words += [f"-L{lib64}", f"-Wl,-rpath,{lib64}", "-lconvtbc"]
+        lib64 = tree.library.parent
+        link = "-lconvtbc" if (lib64 / "libconvtbc.so").is_file() else str(tree.library)
+        words += [f"-L{lib64}", f"-Wl,-rpath,{lib64}", link]
     print(" ".join(words))
     return 0
 

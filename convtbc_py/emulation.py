@@ -10,7 +10,9 @@ All are context managers that restore the previous setting on exit:
         ...   # the host may load and store aclrtMalloc'd memory
 
 They wrap convtbc extensions (convtbc/convtbc_ext.h), not CANN symbols, and
-act on the whole process.
+act on the whole process; under the CANN backend they raise
+`NotConvtbcError` (a RuntimeError), since a toolkit has no such controls.
+`soc_name` is CANN's own aclrtGetSocName and works on both backends.
 """
 
 from __future__ import annotations
@@ -18,22 +20,45 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
-from ._library import ffi, lib
+from . import _library
 from .errors import AclError, check
 
 
+class NotConvtbcError(RuntimeError):
+    """A convtbc-only control was used while the CANN backend is in use."""
+
+
+def _convtbc_only(name: str) -> None:
+    if _library.backend() == "cann":
+        raise NotConvtbcError(
+            f"convtbc_py.{name} controls convtbc's emulation, and the CANN backend is in use "
+            f"(toolkit at {_library.cann_home()}); it has no such control. Run without "
+            f"{_library.CANN_HOME_VARIABLE} / use_cann() to use it")
+
+
 def soc_name() -> str:
-    """The emulated SoC, as aclrtGetSocName reports it."""
-    return ffi.string(lib.aclrtGetSocName()).decode()
+    """The SoC the library runs on, as aclrtGetSocName reports it (the emulated
+    one under convtbc)."""
+    lib, ffi = _library.lib, _library.ffi
+    return str(ffi.string(lib.aclrtGetSocName()).decode())
 
 
 def set_soc(name: str) -> None:
-    """Selects the emulated SoC (e.g. "Ascend910B1", "Ascend910A", "Ascend950")."""
-    check(lib.convtbcSetSocVersion(name.encode()), AclError)
+    """Selects the emulated SoC (e.g. "Ascend910B1", "Ascend910A", "Ascend950");
+    AclError for a name convtbc has no profile of."""
+    _convtbc_only("set_soc")
+    check(_library.lib.convtbcSetSocVersion(name.encode()), AclError)
+
+
+def soc_profile(name: str) -> "contextlib.AbstractContextManager[str]":
+    """While inside, convtbc emulates SoC `name` (its dtype and cubeMathType
+    rules, its aclrtGetSocName); the previous SoC is restored on exit."""
+    _convtbc_only("soc_profile")
+    return _soc_profile(name)
 
 
 @contextlib.contextmanager
-def soc_profile(name: str) -> Iterator[str]:
+def _soc_profile(name: str) -> Iterator[str]:
     previous = soc_name()
     set_soc(name)
     try:
@@ -42,21 +67,26 @@ def soc_profile(name: str) -> Iterator[str]:
         set_soc(previous)
 
 
-@contextlib.contextmanager
-def memory_checking(enabled: bool) -> Iterator[bool]:
-    previous = lib.convtbcSetMemoryChecking(int(enabled))
-    try:
-        yield enabled
-    finally:
-        lib.convtbcSetMemoryChecking(previous)
+def memory_checking(enabled: bool) -> "contextlib.AbstractContextManager[bool]":
+    """While inside, tensor data and workspaces are (True) or are not (False)
+    required to lie in live aclrtMalloc blocks, and copies to match their
+    kind; the previous setting is restored on exit."""
+    _convtbc_only("memory_checking")
+    return _switch(_library.lib.convtbcSetMemoryChecking, enabled)
 
 
-@contextlib.contextmanager
-def device_memory_guard(enabled: bool) -> Iterator[bool]:
+def device_memory_guard(enabled: bool) -> "contextlib.AbstractContextManager[bool]":
     """While inside, aclrtMalloc'd memory is (False) or is not (True)
     host-accessible; outside, a host access ends the process as on the NPU."""
-    previous = lib.convtbcSetDeviceMemoryGuard(int(enabled))
+    _convtbc_only("device_memory_guard")
+    return _switch(_library.lib.convtbcSetDeviceMemoryGuard, enabled)
+
+
+@contextlib.contextmanager
+def _switch(setter: object, enabled: bool) -> Iterator[bool]:
+    # The convtbc setters return the previous value, which is put back on exit.
+    previous = setter(int(enabled))  # type: ignore[operator]
     try:
         yield enabled
     finally:
-        lib.convtbcSetDeviceMemoryGuard(previous)
+        setter(previous)  # type: ignore[operator]

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Type
 
-from ._library import CONSTANTS, ffi, lib
+from . import _library
+
+# The headers' values; reading them loads no library.
+CONSTANTS = _library.constants()
 
 
 def _names(prefix: str) -> Dict[int, str]:
@@ -52,7 +55,7 @@ class AclError(ConvTbcError):
 
 def recent_error_message() -> str:
     """The calling thread's pending messages, newest first; reading clears them."""
-    text = lib.aclGetRecentErrMsg()
+    ffi, text = _library.ffi, _library.lib.aclGetRecentErrMsg()
     return "" if text == ffi.NULL else ffi.string(text).decode("utf-8", "replace").strip()
 
 
@@ -80,5 +83,5 @@ def check_created(handle: object, status: int = CONSTANTS["ACLNN_ERR_PARAM_INVAL
     non-zero count, more dims than a tensor holds) this way; the status reported is
     ACLNN_ERR_PARAM_INVALID, the code the operator itself would give.
     """
-    if handle == ffi.NULL:
+    if handle == _library.ffi.NULL:
         check(status)

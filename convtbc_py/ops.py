@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import ml_dtypes
 import numpy as np
 
+from . import _library
 from ._library import ffi, lib
 from .errors import check, recent_error_message
 
@@ -150,6 +151,10 @@ def conv_tbc_backward(
     cube_math_type = operator.index(cube_math_type)
 
     recent_error_message()  # drop stale messages so an error reports only this call
+    if _library.backend() == "cann":  # a CANN toolkit: device memory and CANN's public API only
+        from ._cann import conv_tbc_backward as on_cann
+
+        return on_cann(operands, pad, cube_math_type)  # type: ignore[return-value]
     arrays = operands + grads
     keep_alive: List[Any] = []
     tensors = ffi.new(_HOST_TENSORS, [() if a is None else _host_tensor(a, keep_alive) for a in arrays])
