@@ -30,6 +30,11 @@
 #define WS_ALIGN 64
 /* Below this many flops a team costs more than it saves. */
 #define PARALLEL_FLOPS 2e6
+/* Micro-tiles per block of output rows (their float32 sums live on the
+ * stack: 24 x 6 x 16 floats with the AVX2 kernel) and reduction values per
+ * chunk (a 256 x 16 chunk of a weight panel is 16 KiB). */
+#define FORWARD_BLOCK_TILES 24
+#define FORWARD_CHUNK 256
 
 typedef struct {
     const ctbc_forward_plan *plan;
@@ -192,29 +197,48 @@ static void gemm_run(const forward_run *run, float *scratch)
     /* (implicit barrier: the tiles read both copies) */
 
     const int64_t t_lo = run->plan->t_lo, rows = (run->plan->t_hi - t_lo) * b_count;
-    const int64_t row_tiles = (rows + mr - 1) / mr;
+    const int64_t block_rows = FORWARD_BLOCK_TILES * mr, row_blocks = (rows + block_rows - 1) / block_rows;
     /* Output step t reads sequence steps t - pad + K - 1 + k, k < K. */
     const float *first_row = sequence + (t_lo - p->pad + k_count - 1) * b_count * c_in;
-    const ctbc_ukr_args args = {.n_outer = k_count,
-                                .n_inner = c_in,
-                                .a_row = c_in,
-                                .a_inner = 1,
-                                .a_outer = b_count * c_in,
-                                .b_inner = nr,
-                                .b_outer = c_in * nr,
-                                .overwrite = 1};
-    /* Panel-major, so a thread's run of tiles reuses one weight panel. */
+    /* The reduction (tap, channel) in chunks of about FORWARD_CHUNK values:
+     * whole taps while a tap is short, else one tap in channel slices; a
+     * chunk of the weight panel then stays in L2 across a block's tiles. */
+    const int64_t taps_per_chunk = c_in >= FORWARD_CHUNK ? 1 : FORWARD_CHUNK / c_in; /* c_in > 0 here */
+    const int64_t channels_per_chunk = c_in >= FORWARD_CHUNK ? FORWARD_CHUNK : c_in;
+    /* Row-block-major, so a thread's run of items reuses one block of self
+     * across the weight panels. */
 #pragma omp for schedule(static)
-    for (int64_t item = 0; item < panel_count * row_tiles; item++) {
-        const int64_t panel = item / row_tiles, row0 = item % row_tiles * mr;
-        float tile[CTBC_MR_MAX * CTBC_NR_MAX];
-        kernel->ukr(&args, first_row + row0 * c_in, panels + panel * k_count * c_in * nr, tile, nr);
-        const int64_t o0 = panel * nr;
-        const int64_t m = rows - row0 < mr ? rows - row0 : mr, n = p->c_out - o0 < nr ? p->c_out - o0 : nr;
-        for (int64_t i = 0; i < m; i++) {
-            const int64_t t = t_lo + (row0 + i) / b_count, b = (row0 + i) % b_count;
+    for (int64_t item = 0; item < row_blocks * panel_count; item++) {
+        const int64_t block = item / panel_count, panel = item % panel_count;
+        const int64_t row_begin = block * block_rows;
+        const int64_t row_end = row_begin + block_rows < rows ? row_begin + block_rows : rows;
+        const float *weight_panel = panels + panel * k_count * c_in * nr;
+        float sums[FORWARD_BLOCK_TILES * CTBC_MR_MAX * CTBC_NR_MAX];
+        bool first = true;
+        for (int64_t k0 = 0; k0 < k_count; k0 += taps_per_chunk)
+            for (int64_t c0 = 0; c0 < c_in; c0 += channels_per_chunk) {
+                const int64_t taps = k_count - k0 < taps_per_chunk ? k_count - k0 : taps_per_chunk;
+                const int64_t channels = c_in - c0 < channels_per_chunk ? c_in - c0 : channels_per_chunk;
+                const ctbc_ukr_args args = {.n_outer = taps,
+                                            .n_inner = channels,
+                                            .a_row = c_in,
+                                            .a_inner = 1,
+                                            .a_outer = b_count * c_in,
+                                            .b_inner = nr,
+                                            .b_outer = c_in * nr,
+                                            .overwrite = first};
+                const float *a = first_row + k0 * b_count * c_in + c0;
+                const float *w = weight_panel + (k0 * c_in + c0) * nr;
+                for (int64_t row0 = row_begin; row0 < row_end; row0 += mr)
+                    kernel->ukr(&args, a + row0 * c_in, w, sums + (row0 - row_begin) * nr, nr);
+                first = false;
+            }
+        const int64_t o0 = panel * nr, n = p->c_out - o0 < nr ? p->c_out - o0 : nr;
+        for (int64_t r = row_begin; r < row_end; r++) {
+            const int64_t t = t_lo + r / b_count, b = r % b_count;
+            const float *sum = sums + (r - row_begin) * nr;
             for (int64_t j = 0; j < n; j++)
-                store(p, run->out, out_index(p, t, b, o0 + j), tile[i * nr + j] + run->bias_rounded[o0 + j]);
+                store(p, run->out, out_index(p, t, b, o0 + j), sum[j] + run->bias_rounded[o0 + j]);
         }
     }
 }
