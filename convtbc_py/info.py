@@ -27,7 +27,7 @@ def feature_names() -> List[str]:
 
 
 def _version() -> str:
-    package = importlib.import_module(__package__)
+    package = importlib.import_module(__name__.rpartition(".")[0])
     version = getattr(package, "__version__", None)
     if version:
         return str(version)

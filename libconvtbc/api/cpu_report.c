@@ -29,7 +29,9 @@ aclError convtbcGetCpuInfo(convtbcCpuInfo *info)
     info->l1dBytes = cpu->l1d_bytes;
     info->l2Bytes = cpu->l2_bytes;
     info->l3Bytes = cpu->l3_bytes;
-    snprintf(info->isa, sizeof(info->isa), "%s", isa_names[isa]);
+    /* An ISA added to the enum but not named here reports its kernel's name. */
+    const int named = (unsigned)isa < sizeof(isa_names) / sizeof(isa_names[0]) && isa_names[isa];
+    snprintf(info->isa, sizeof(info->isa), "%s", named ? isa_names[isa] : kernel->name);
     snprintf(info->kernel, sizeof(info->kernel), "%s", kernel->name);
     info->mr = kernel->mr;
     info->nr = kernel->nr;
