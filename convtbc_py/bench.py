@@ -1,15 +1,31 @@
 """Benchmark conv_tbc_backward against PyTorch's CPU kernel and numpy's sgemm.
 
     convtbc bench [--max-flops 2e10] [--reps 5] [--out bench-results]
+    convtbc bench --random 40 --seed 1 [--max-flops 2e10] ...
 
 For each problem size (CANN's system-test shapes shipped in
-data/st_shapes.tsv, plus a few square GEMM-like cases) it times, interleaved
-in one process: convtbc (numpy API), torch.ops.aten.conv_tbc_backward (when
-torch is installed) and a square numpy float32 matmul of the same FLOPs (the
-machine's practical peak). Medians of --reps runs; the spread is the
-min..max of our runs. It writes results.md, results.json and, with
-matplotlib, speedup.png to --out, and prints a summary with geometric means
-per dtype. `run()` does the same for scripts.
+data/st_shapes.tsv, or --random shapes drawn from CANN's system-test ranges,
+plus a few square GEMM-like cases; every case above --max-flops is left out)
+it times, interleaved in one process: convtbc (numpy API),
+torch.ops.aten.conv_tbc_backward (when torch is installed) and a square
+numpy float32 matmul of the same FLOPs (the machine's practical peak).
+Medians of --reps runs; the spread is the min..max of our runs. It writes
+results.md, results.json and, with matplotlib, speedup.png to --out, and
+prints a summary with geometric means per dtype; with --random also the
+drawn shapes, shapes.tsv, which --shapes reads back. `run()` does the same
+for scripts.
+
+The --random draw (`draw_shapes`): CANN's system tests take T and B in
+1..4096, C_in in 1..1600, K in 1..255, C_out in 1..4096, pad in 0..29. Each
+size is drawn octave-uniform: a power-of-two octave [2^e, 2^(e+1)) with
+equal probability (the top octave, cut short by the range's end, in
+proportion to its width), then a value uniformly inside it, so that small,
+medium and large sizes are equally common rather than almost all near the
+top; pad is uniform, the dtype uniform over the chosen dtypes. A shape with
+T_out = T + 2 pad + 1 - K < 1 or more than --max-flops FLOPs is drawn again
+whole. Only Python's `random.Random(seed).random()`, whose sequence Python
+guarantees for a seed, and correctly rounded arithmetic are used: the same
+seed gives the same shapes on any machine and Python version.
 """
 
 from __future__ import annotations
@@ -18,6 +34,7 @@ import argparse
 import json
 import math
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -36,11 +53,14 @@ from .ops import conv_tbc_backward
 
 SHAPES_FILE = Path(__file__).resolve().parent / "data" / "st_shapes.tsv"
 
-# Square GEMM-like cases: long T, wide channels, short kernels.
+# Square GEMM-like cases: long T, wide channels, short kernels. The first
+# and the last are issue 13's sgemm targets (1.0e11 and 6.4e10 FLOPs: they
+# need a --max-flops above the default).
 SQUARE_CASES = (
     (257, 32, 1024, 3, 1024, 1, "float32"),
     (129, 16, 512, 3, 512, 1, "float32"),
     (129, 16, 512, 3, 512, 1, "bfloat16"),
+    (129, 64, 512, 5, 768, 1, "float32"),
 )
 
 DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
@@ -104,8 +124,60 @@ def load_shapes(path: Path = SHAPES_FILE, max_flops: float = 2e10) -> List[Shape
     return shapes
 
 
-def square_shapes() -> List[Shape]:
-    return [Shape(*case, source="square") for case in SQUARE_CASES]
+def square_shapes(max_flops: float = math.inf) -> List[Shape]:
+    shapes = [Shape(*case, source="square") for case in SQUARE_CASES]
+    return [s for s in shapes if s.flops <= max_flops]
+
+
+# CANN's system-test ranges for aclnnConvTbcBackward (see the module docstring).
+RANDOM_RANGES = {"t": 4096, "b": 4096, "c_in": 1600, "k": 255, "c_out": 4096}
+RANDOM_PAD_MAX = 29
+# Draws allowed per shape before --max-flops is declared too small to meet.
+RANDOM_ATTEMPTS = 1_000_000
+
+
+def _octave_uniform(rng: random.Random, top: int) -> int:
+    """A size in 1..top: an octave [2^e, 2^(e+1)) with equal probability,
+    the last one (cut at top) weighted by the fraction of it that remains,
+    then a value uniformly inside the octave. Every operation is exact or
+    correctly rounded, so the result is the same on any IEEE-754 machine."""
+    last = top.bit_length() - 1
+    octaves = last + (top + 1 - (1 << last)) / (1 << last)  # a dyadic fraction: exact
+    e = min(int(rng.random() * octaves), last)
+    low = 1 << e
+    return low + int(rng.random() * (min(2 * low, top + 1) - low))
+
+
+def draw_shapes(count: int, seed: int, max_flops: float, dtypes: Sequence[str] = tuple(DTYPES)) -> List[Shape]:
+    """`count` shapes from CANN's system-test ranges (the rule is in the
+    module docstring); the same for a seed on any machine."""
+    smallest = Shape(1, 1, 1, 1, 1, 0, "float32").flops
+    if max_flops < smallest:
+        raise ValueError(f"--max-flops {max_flops:g} is below the smallest problem's {smallest} FLOPs")
+    rng = random.Random(seed)
+    shapes = []
+    for _ in range(count):
+        for _ in range(RANDOM_ATTEMPTS):
+            sizes = {name: _octave_uniform(rng, top) for name, top in RANDOM_RANGES.items()}
+            pad = int(rng.random() * (RANDOM_PAD_MAX + 1))
+            dtype = dtypes[int(rng.random() * len(dtypes))]
+            shape = Shape(sizes["t"], sizes["b"], sizes["c_in"], sizes["k"], sizes["c_out"], pad, dtype,
+                          source="random")
+            if shape.t_out >= 1 and shape.flops <= max_flops:
+                shapes.append(shape)
+                break
+        else:
+            raise ValueError(f"--max-flops {max_flops:g}: no shape found in {RANDOM_ATTEMPTS} draws; raise it")
+    return shapes
+
+
+def write_shapes(shapes: Sequence[Shape], path: Path, origin: str) -> None:
+    """`shapes` as a TSV in data/st_shapes.tsv's format (load_shapes reads it)."""
+    lines = [f"# {origin}",
+             "# flops = 4*T_out*B*C_in*C_out*K (gradInput + gradWeight multiply-adds, x2).",
+             "T\tB\tC_in\tK\tC_out\tpad\tdtype\tflops"]
+    lines += ["\t".join(str(v) for v in (s.t, s.b, s.c_in, s.k, s.c_out, s.pad, s.dtype, s.flops)) for s in shapes]
+    path.write_text("\n".join(lines) + "\n")
 
 
 def _inputs(shape: Shape, rng: np.random.Generator):
@@ -306,7 +378,7 @@ def geomean(values: Sequence[float]) -> float:
 def summarize(results: Sequence[Result]) -> List[str]:
     lines = []
     for dtype in DTYPES:
-        rows = [r for r in results if r.shape.dtype == dtype and r.shape.source == "st_shapes"]
+        rows = [r for r in results if r.shape.dtype == dtype and r.shape.source != "square"]
         speedups = [r.speedup_vs_torch for r in rows if r.speedup_vs_torch]
         if not rows:
             continue
@@ -369,20 +441,61 @@ def plot(results: Sequence[Result], path: Path) -> bool:
     return True
 
 
-def main(argv: List[str]) -> int:
-    parser = argparse.ArgumentParser(prog="convtbc bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--max-flops", type=float, default=2e10, help="skip shapes above this (default 2e10)")
-    parser.add_argument("--reps", type=int, default=5, help="timed rounds per shape (median; default 5)")
+def _parser() -> argparse.ArgumentParser:
+    from .cli import DefaultsHelpFormatter
+
+    paragraphs = __doc__.split("\n\n")
+    parser = argparse.ArgumentParser(prog="convtbc bench", description=paragraphs[0], epilog=paragraphs[-1],
+                                     formatter_class=DefaultsHelpFormatter)
+    # A string default is parsed like the command line's, and --help shows it as written.
+    parser.add_argument("--max-flops", type=float, default="2e10",
+                        help="leave out every case above this many FLOPs (shared, random and square); "
+                             "the cap of the --random draw")
+    parser.add_argument("--reps", type=int, default=5, help="timed rounds per shape (median)")
     parser.add_argument("--out", type=Path, default=Path("bench-results"), help="results folder")
-    parser.add_argument("--shapes", type=Path, default=SHAPES_FILE, help="TSV of shapes (CANN st_shapes format)")
-    parser.add_argument("--dtype", choices=sorted(DTYPES), action="append", help="only these dtypes")
+    parser.add_argument("--shapes", type=Path,
+                        help=f"TSV of shapes (CANN st_shapes format); default: the shipped sample of CANN's list, "
+                             f"{SHAPES_FILE.name}")
+    parser.add_argument("--random", type=int, metavar="N",
+                        help="instead of --shapes, N shapes drawn from CANN's system-test ranges "
+                             "(written to OUT/shapes.tsv)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the --random draw")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), action="append",
+                        help="only these dtypes (repeat for several; all when not given)")
     parser.add_argument("--no-square", action="store_true", help="skip the square GEMM-like cases")
     parser.add_argument("--scaling", action="store_true", help="also time 1 vs 2 threads on the first square case")
-    args = parser.parse_args(argv)
+    return parser
 
-    shapes = load_shapes(args.shapes, args.max_flops) + ([] if args.no_square else square_shapes())
-    if args.dtype:
-        shapes = [s for s in shapes if s.dtype in args.dtype]
+
+def select_shapes(args: argparse.Namespace) -> List[Shape]:
+    """The cases a parsed command line asks for, in the order they are timed."""
+    dtypes = [d for d in DTYPES if not args.dtype or d in args.dtype]
+    if args.random is not None:
+        shapes = draw_shapes(args.random, args.seed, args.max_flops, dtypes)
+    else:
+        shapes = load_shapes(args.shapes or SHAPES_FILE, args.max_flops)
+    if not args.no_square:
+        shapes += square_shapes(args.max_flops)
+    return [s for s in shapes if s.dtype in dtypes]
+
+
+def main(argv: List[str]) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.random is not None and args.shapes is not None:
+        parser.error("--random and --shapes: give one")
+    if args.random is not None and args.random < 1:
+        parser.error(f"--random: expected a count >= 1, got {args.random}")
+    try:
+        shapes = select_shapes(args)
+    except ValueError as exc:
+        parser.error(str(exc))
+    command = "convtbc bench " + " ".join(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.random is not None:
+        write_shapes([s for s in shapes if s.source == "random"], args.out / "shapes.tsv",
+                     f"Drawn by `{command}` (convtbc_py/bench.py, draw_shapes); "
+                     f"repeat with --shapes {args.out / 'shapes.tsv'} --max-flops {args.max_flops:g}")
     results = run(shapes, reps=args.reps, progress=sys.stderr.isatty())
     summary = summarize(results)
     phase2, phase2_lo, phase2_hi = phase2_overhead_us()
@@ -396,8 +509,6 @@ def main(argv: List[str]) -> int:
                        f"(medians of {len(ratios)} alternating processes; per-pair ratios "
                        f"{ratios[0]:.2f}..{ratios[-1]:.2f})")
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    command = "convtbc bench " + " ".join(argv)
     (args.out / "results.md").write_text(
         f"# convtbc bench\n\n`{command}`, medians of {args.reps}\n\n" + markdown(results) + "\n"
         + "\n".join(f"- {line}" for line in summary) + "\n")
@@ -408,6 +519,6 @@ def main(argv: List[str]) -> int:
     plotted = plot(results, args.out / "speedup.png")
     print(markdown(results))
     print("\n".join(summary))
-    print(f"written: {args.out}/results.md, results.json" + (", speedup.png" if plotted else
-                                                             " (pip install matplotlib for the plot)"))
+    print(f"written: {args.out}/results.md, results.json" + (", shapes.tsv" if args.random is not None else "")
+          + (", speedup.png" if plotted else " (pip install matplotlib for the plot)"))
     return 0

@@ -3,6 +3,7 @@
     convtbc demo                      CANN's documented example + a numpy check
     convtbc config --prefix|--cflags|--libs
     convtbc bench ...                 benchmarks (convtbc_py/bench.py, loaded lazily)
+    convtbc info [--json]             the CPU, the kernel chosen, threads, library
 
 `bench` forwards its arguments untouched to `convtbc_py.bench.main(argv) -> int`,
 so the benchmark module owns its own options and help.
@@ -195,17 +196,47 @@ def _bench(rest: Sequence[str]) -> int:
     return int(bench.main(list(rest)))
 
 
+# ----------------------------------------------------------------------- info
+
+
+def _info(args: argparse.Namespace) -> int:
+    from .info import show_runtime
+
+    show_runtime(as_json=args.json)
+    return 0
+
+
 # ----------------------------------------------------------------------- main
+
+
+class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """--help shows each option's default, except where there is nothing to
+    show: a flag's False, an unset option's None (its help says what then)."""
+
+    def _get_help_string(self, action: argparse.Action) -> Optional[str]:
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
+
+
+class _ParserShowingDefaults(argparse.ArgumentParser):
+    """Subcommand parsers whose --help shows each option's default."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
+        super().__init__(**kwargs)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="convtbc", description="CPU implementation of CANN's aclnnConvTbcBackward."
+        prog="convtbc", description="CPU implementation of CANN's aclnnConvTbcBackward.",
+        formatter_class=DefaultsHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                                     parser_class=_ParserShowingDefaults)
 
     demo = commands.add_parser("demo", help="run CANN's example and a numpy check; exit 1 on FAIL")
-    demo.add_argument("--seed", type=int, default=0, help="seed of the random case (default 0)")
+    demo.add_argument("--seed", type=int, default=0, help="seed of the random case")
 
     config = commands.add_parser("config", help="print build flags for C programs using convtbc")
     config.add_argument("--prefix", action="store_true", help="root of the CANN-shaped tree (include/, lib64/)")
@@ -214,6 +245,9 @@ def _parser() -> argparse.ArgumentParser:
 
     # No options of its own: everything after `bench` belongs to the bench module.
     commands.add_parser("bench", help="benchmarks (options: convtbc bench --help)", add_help=False)
+
+    info = commands.add_parser("info", help="the CPU, its caches, the kernel chosen, threads, library")
+    info.add_argument("--json", action="store_true", help="as JSON")
     return parser
 
 
@@ -224,6 +258,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _bench(rest)
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    if args.command == "info":
+        return _info(args)
     if args.command == "config":
         if not (args.prefix or args.cflags or args.libs):
             parser.error("config: give at least one of --prefix, --cflags, --libs")

@@ -80,6 +80,40 @@ ACL_FUNC_VISIBILITY aclnnStatus convtbcConvTbcOnHost(const convtbcHostTensor *se
                                                      const convtbcHostTensor *bias, int64_t pad, int8_t cubeMathType,
                                                      const convtbcHostTensor *out);
 
+/* CPU features in convtbcCpuInfo.features; each bit's name, lower-cased
+ * after CONVTBC_CPU_, is the flag Linux shows in /proc/cpuinfo. */
+#define CONVTBC_CPU_AVX 0x1
+#define CONVTBC_CPU_AVX2 0x2
+#define CONVTBC_CPU_FMA 0x4
+#define CONVTBC_CPU_F16C 0x8
+#define CONVTBC_CPU_AVX512F 0x10
+#define CONVTBC_CPU_AVX512DQ 0x20
+#define CONVTBC_CPU_AVX512BW 0x40
+#define CONVTBC_CPU_AVX512VL 0x80
+#define CONVTBC_CPU_AVX512_BF16 0x100
+#define CONVTBC_CPU_AVX512_FP16 0x200
+#define CONVTBC_CPU_AMX_TILE 0x400
+#define CONVTBC_CPU_AMX_BF16 0x800
+
+/* The CPU convtbc runs on and what it chose to run there. Strings end in
+ * NUL; sizes are in bytes, 0 when the CPU does not report them. */
+typedef struct {
+    char vendor[16];    /* CPUID vendor, e.g. "GenuineIntel"; "" off x86 */
+    char model[64];     /* brand string; "" if the CPU has none */
+    uint64_t features;  /* CONVTBC_CPU_* the CPU has and the OS enables */
+    int64_t l1dBytes;   /* level 1 data cache of one core */
+    int64_t l2Bytes;
+    int64_t l3Bytes;    /* one L3 (a CPU may have several) */
+    char isa[16];       /* instruction set a plan made now uses, within CONVTBC_ISA */
+    char kernel[16];    /* its micro-kernel */
+    int32_t mr;         /* the micro-kernel's tile: mr rows x nr columns */
+    int32_t nr;
+    int32_t threads;    /* OpenMP threads a plan made now on this thread uses */
+} convtbcCpuInfo;
+
+/* Fills *info; ACL_ERROR_INVALID_PARAM for a NULL info. Needs no aclInit. */
+ACL_FUNC_VISIBILITY aclError convtbcGetCpuInfo(convtbcCpuInfo *info);
+
 #ifdef __cplusplus
 }
 #endif
