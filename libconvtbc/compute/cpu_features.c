@@ -5,50 +5,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
+#include "compute/cpu_probe.h"
+#include "convtbc/convtbc_ext.h"
 
-/* XCR0 via inline asm so this file needs no -mxsave. */
-static uint64_t read_xcr0(void)
-{
-    uint32_t lo, hi;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    return ((uint64_t)hi << 32) | lo;
-}
-
+/* The best kernel set the CPU's usable features (cpu_probe.c counts a
+ * feature only where the OS saves its registers) allow. The AVX-512
+ * kernels use BW and VL for their 16-bit edges (every AVX-512 server core
+ * has both) and FMA and F16C besides. */
 static ctbc_isa detect_cpu(void)
 {
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d))
-        return CTBC_ISA_PORTABLE;
-    const int has_fma = (c >> 12) & 1, has_osxsave = (c >> 27) & 1, has_avx = (c >> 28) & 1;
-    const int has_f16c = (c >> 29) & 1;
-    if (!has_osxsave || !has_avx)
-        return CTBC_ISA_PORTABLE;
-    const uint64_t xcr0 = read_xcr0();
-    if ((xcr0 & 0x6) != 0x6) /* OS saves XMM and YMM state */
-        return CTBC_ISA_PORTABLE;
-    if (__get_cpuid_max(0, 0) < 7)
-        return CTBC_ISA_PORTABLE;
-    __cpuid_count(7, 0, a, b, c, d);
-    const int has_avx2 = (b >> 5) & 1, has_avx512f = (b >> 16) & 1;
-    const int has_avx512bw = (b >> 30) & 1, has_avx512vl = (b >> 31) & 1;
-    /* The AVX-512 kernels use BW and VL for their 16-bit edges (every
-     * AVX-512 server core has both) and FMA; the OS must save the opmask
-     * registers and both halves of the ZMM state (XCR0 bits 5, 6, 7). */
-    if (has_avx512f && has_avx512bw && has_avx512vl && has_fma && has_f16c && (xcr0 & 0xe6) == 0xe6) {
-        unsigned a1 = 0, b1, c1, d1;
-        if (a >= 1) /* leaf 7's highest sub-leaf */
-            __cpuid_count(7, 1, a1, b1, c1, d1);
-        return (a1 >> 5) & 1 ? CTBC_ISA_AVX512_BF16 : CTBC_ISA_AVX512;
-    }
-    if (has_avx2 && has_fma && has_f16c)
+    const uint64_t features = ctbc_cpu_probe()->features;
+    const uint64_t avx2 = CONVTBC_CPU_AVX2 | CONVTBC_CPU_FMA | CONVTBC_CPU_F16C;
+    const uint64_t avx512 = avx2 | CONVTBC_CPU_AVX512F | CONVTBC_CPU_AVX512BW | CONVTBC_CPU_AVX512VL;
+    if ((features & avx512) == avx512)
+        return features & CONVTBC_CPU_AVX512_BF16 ? CTBC_ISA_AVX512_BF16 : CTBC_ISA_AVX512;
+    if ((features & avx2) == avx2)
         return CTBC_ISA_AVX2;
     return CTBC_ISA_PORTABLE;
 }
-#else
-static ctbc_isa detect_cpu(void) { return CTBC_ISA_PORTABLE; }
-#endif
 
 static ctbc_isa cached_cpu(void)
 {
