@@ -1,6 +1,6 @@
 """The `convtbc` command.
 
-    convtbc demo                      CANN's documented example + a numpy check
+    convtbc demo                      CANN's documented examples (both ops) + a numpy check
     convtbc config --prefix|--cflags|--libs
     convtbc bench ...                 benchmarks (convtbc_py/bench.py, loaded lazily)
     convtbc info [--json]             the CPU, the kernel chosen, threads, library
@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -53,24 +54,51 @@ def _config(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------- demo
 
 
-# The aclnnConvTbcBackward case in CANN's documentation, argument by argument:
-# (shape, the value every element starts with, the value every element must
-# hold after the call). Inputs are all ones; outputs start as NaN so that an
-# element the op never wrote cannot pass. With all ones each gradient element
-# counts the terms of its sum: C_out = 2 for gradInput, T_out * B = 5 for
-# gradWeight and gradBias. pad 0, cubeMathType 1.
-_DOCUMENTED_CASE: Dict[str, Tuple[Tuple[int, ...], float, Optional[float]]] = {
-    "self": ((5, 1, 2), 1.0, None),
-    "input": ((5, 1, 2), 1.0, None),
-    "weight": ((1, 2, 2), 1.0, None),
-    "bias": ((2,), 1.0, None),
-    "gradInput": ((5, 1, 2), float("nan"), 2.0),
-    "gradWeight": ((1, 2, 2), float("nan"), 5.0),
-    "gradBias": ((2,), float("nan"), 5.0),
-}
+class _DocumentedCase(NamedTuple):
+    """One of CANN's documented examples, argument by argument: per tensor
+    (shape, format, the value every element starts with, the value every
+    element must hold after the call). Inputs are all ones; outputs start as
+    NaN, so that an element the op never wrote cannot pass."""
+
+    title: str
+    tensors: Dict[str, Tuple[Tuple[int, ...], str, float, Optional[float]]]
+    pad: int
+    cube_math_type: int
+    phase1: str
+    phase2: str
+    # The tensor names in the order phase 1 takes them, with "pad" and
+    # "cube_math_type" where the scalars go.
+    arguments: Tuple[str, ...]
 
 
-def _upload(host: np.ndarray, cleanup: contextlib.ExitStack) -> Tuple[Any, Any]:
+_DOCUMENTED_CASES: Tuple[_DocumentedCase, ...] = (
+    # With all ones each gradient element counts the terms of its sum:
+    # C_out = 2 for gradInput, T_out * B = 5 for gradWeight and gradBias.
+    _DocumentedCase(
+        "aclnnConvTbcBackward, all ones, pad 0, cubeMathType 1",
+        {"self": ((5, 1, 2), "ND", 1.0, None),
+         "input": ((5, 1, 2), "ND", 1.0, None),
+         "weight": ((1, 2, 2), "ND", 1.0, None),
+         "bias": ((2,), "ND", 1.0, None),
+         "gradInput": ((5, 1, 2), "ND", float("nan"), 2.0),
+         "gradWeight": ((1, 2, 2), "ND", float("nan"), 5.0),
+         "gradBias": ((2,), "ND", float("nan"), 5.0)},
+        0, 1, "aclnnConvTbcBackwardGetWorkspaceSize", "aclnnConvTbcBackward",
+        ("self", "input", "weight", "bias", "pad", "cube_math_type", "gradInput", "gradWeight", "gradBias")),
+    # T_out = 2 + 2 - 3 + 1 = 2; each output step has two taps inside self,
+    # of 3 channels: bias 1 + 2 * 3 = 7.
+    _DocumentedCase(
+        "aclnnConvTbc (forward), all ones, pad 1, cubeMathType 1",
+        {"self": ((2, 2, 3), "NCL", 1.0, None),
+         "weight": ((3, 3, 4), "NCL", 1.0, None),
+         "bias": ((4,), "ND", 1.0, None),
+         "out": ((2, 2, 4), "NCL", float("nan"), 7.0)},
+        1, 1, "aclnnConvTbcGetWorkspaceSize", "aclnnConvTbc",
+        ("self", "weight", "bias", "pad", "out", "cube_math_type")),
+)
+
+
+def _upload(host: np.ndarray, format_name: str, cleanup: contextlib.ExitStack) -> Tuple[Any, Any]:
     """Put a float32 array into aclrtMalloc'd memory and describe it as an
     aclTensor; both are released when `cleanup` closes. Returns (memory, tensor)."""
     from . import ffi, lib
@@ -83,19 +111,19 @@ def _upload(host: np.ndarray, cleanup: contextlib.ExitStack) -> Tuple[Any, Any]:
                           lib.ACL_MEMCPY_HOST_TO_DEVICE), AclError)
     dims = ffi.new("int64_t[]", list(host.shape))
     element_strides = ffi.new("int64_t[]", [s // host.itemsize for s in host.strides])
-    tensor = lib.aclCreateTensor(dims, host.ndim, lib.ACL_FLOAT, element_strides, 0, lib.ACL_FORMAT_ND,
-                                 dims, host.ndim, memory[0])
+    tensor = lib.aclCreateTensor(dims, host.ndim, lib.ACL_FLOAT, element_strides, 0,
+                                 getattr(lib, f"ACL_FORMAT_{format_name}"), dims, host.ndim, memory[0])
     check_created(tensor)
     cleanup.callback(lib.aclDestroyTensor, tensor)
     return memory[0], tensor
 
 
-def _demo_cann_example() -> bool:
-    """The documented case through the raw C API, on a stream, with device memory."""
+def _demo_cann_example(case: _DocumentedCase) -> bool:
+    """A documented case through the raw C API, on a stream, with device memory."""
     from . import ffi, lib
     from .errors import AclError, check
 
-    print("case 1: CANN's documented example (raw C API, all ones, pad 0, cubeMathType 1)")
+    print(f"CANN's documented example: {case.title} (raw C API)")
     # Every step registers its undoing, so the runtime is left as found
     # whether the case passes, fails or raises.
     with contextlib.ExitStack() as cleanup:
@@ -108,26 +136,25 @@ def _demo_cann_example() -> bool:
         cleanup.callback(lib.aclrtDestroyStream, stream[0])
 
         memory, tensors = {}, {}
-        for name, (shape, fill, _) in _DOCUMENTED_CASE.items():
-            memory[name], tensors[name] = _upload(np.full(shape, fill, np.float32), cleanup)
+        for name, (shape, format_name, fill, _) in case.tensors.items():
+            memory[name], tensors[name] = _upload(np.full(shape, fill, np.float32), format_name, cleanup)
 
         workspace_size = ffi.new("uint64_t *")
         executor = ffi.new("aclOpExecutor **")
-        pad, cube_math_type = 0, 1
-        # The dict keeps the prototype's argument order: four inputs, then three outputs.
-        check(lib.aclnnConvTbcBackwardGetWorkspaceSize(*list(tensors.values())[:4], pad, cube_math_type,
-                                                       *list(tensors.values())[4:], workspace_size, executor))
+        scalars = {"pad": case.pad, "cube_math_type": case.cube_math_type}
+        arguments = [scalars[name] if name in scalars else tensors[name] for name in case.arguments]
+        check(getattr(lib, case.phase1)(*arguments, workspace_size, executor))
         workspace = ffi.NULL
         if workspace_size[0]:
             allocated = ffi.new("void **")
             check(lib.aclrtMalloc(allocated, workspace_size[0], lib.ACL_MEM_MALLOC_HUGE_FIRST), AclError)
             workspace = allocated[0]
             cleanup.callback(lib.aclrtFree, workspace)
-        check(lib.aclnnConvTbcBackward(workspace, workspace_size[0], executor[0], stream[0]))
+        check(getattr(lib, case.phase2)(workspace, workspace_size[0], executor[0], stream[0]))
         check(lib.aclrtSynchronizeStream(stream[0]), AclError)
 
         passed = True
-        for name, (shape, _, expected) in _DOCUMENTED_CASE.items():
+        for name, (shape, _, _, expected) in case.tensors.items():
             if expected is None:
                 continue
             result = np.empty(shape, np.float32)
@@ -147,7 +174,7 @@ def _demo_numpy_check(seed: int) -> bool:
 
     T, B, C_in, K, C_out, pad = 9, 3, 5, 3, 4, 2
     T_out = T + 2 * pad + 1 - K
-    print(f"case 2: numpy API, float32, T={T} B={B} C_in={C_in} K={K} C_out={C_out} pad={pad}, cube_math_type 0")
+    print(f"numpy API, float32, T={T} B={B} C_in={C_in} K={K} C_out={C_out} pad={pad}, cube_math_type 0")
     rng = np.random.default_rng(seed)
     grad_output = rng.standard_normal((T_out, B, C_out)).astype(np.float32)
     x = rng.standard_normal((T, B, C_in)).astype(np.float32)
@@ -171,7 +198,8 @@ def _demo(args: argparse.Namespace) -> int:
     from .errors import ConvTbcError
 
     passed = True
-    for case in (_demo_cann_example, lambda: _demo_numpy_check(args.seed)):
+    cases: List[Callable[[], bool]] = [functools.partial(_demo_cann_example, case) for case in _DOCUMENTED_CASES]
+    for case in cases + [lambda: _demo_numpy_check(args.seed)]:
         try:
             passed &= case()
         except ConvTbcError as exc:
@@ -235,7 +263,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
                                      parser_class=_ParserShowingDefaults)
 
-    demo = commands.add_parser("demo", help="run CANN's example and a numpy check; exit 1 on FAIL")
+    demo = commands.add_parser("demo", help="run CANN's examples of both ops and a numpy check; exit 1 on FAIL")
     demo.add_argument("--seed", type=int, default=0, help="seed of the random case")
 
     config = commands.add_parser("config", help="print build flags for C programs using convtbc")

@@ -222,6 +222,10 @@ def test_cli_demo(convtbc_cli):
     p = cli(convtbc_cli, "demo")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "PASS" in p.stdout
+    # both documented examples ran and printed CANN's values (the forward
+    # one: every output 7)
+    assert "aclnnConvTbcBackward" in p.stdout and "aclnnConvTbc (forward)" in p.stdout
+    assert "out [2, 2, 4] = [7. 7. 7. 7. 7. 7. 7. 7. 7. 7. 7. 7. 7. 7. 7. 7.]" in p.stdout
 
 
 def test_cli_config(convtbc_config):
