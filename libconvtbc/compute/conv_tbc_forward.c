@@ -10,7 +10,14 @@
  *                      end, so every row reads the same taps and the rows
  *                      are evenly spaced (a tile may span time steps);
  *                      weight is packed into panels of nr output channels.
+ *   forward_gemm_positions
+ *                      the same GEMM transposed: output channels on the
+ *                      micro-tile's mr rows, positions along its nr columns
+ *                      (self copied channel-major), for few output channels,
+ *                      which would fill an nr-wide tile poorly.
  *   forward_reference  plain loops, one output element at a time.
+ *
+ * The plan takes the implementation whose tiles waste the least work.
  *
  * Both sum the products of one output element in float32 in a fixed order,
  * then add the rounded bias and round the result, so their bits do not
@@ -18,6 +25,7 @@
  */
 #include "compute/conv_tbc_forward.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +62,9 @@ typedef struct {
     /* Scratch in floats (besides the rounded bias and the padding term);
      * SIZE_MAX: too large. */
     size_t (*scratch_floats)(const ctbc_forward_problem *p, const ctbc_kernel *kernel);
+    /* Multiply-adds the micro-kernel performs, padding of its tiles
+     * included (the plan takes the cheapest); 0: does not apply. */
+    double (*cost)(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows);
     /* Fills out; called by every thread of the team (or by one). */
     void (*run)(const forward_run *run, float *scratch);
 } forward_implementation;
@@ -243,12 +254,133 @@ static void gemm_run(const forward_run *run, float *scratch)
     }
 }
 
+static double gemm_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows)
+{
+    return (double)round_up(rows, kernel->mr) * (double)round_up(p->c_out, kernel->nr) * (double)p->k *
+           (double)p->c_in;
+}
+
+/* ---- forward_gemm_positions --------------------------------------------- */
+
+/* Columns of the channel-major copy: the zero-extended steps' positions
+ * plus one tile's overhang. */
+static int64_t position_columns(const ctbc_forward_problem *p, const ctbc_kernel *kernel)
+{
+    return (p->t + 2 * (p->k - 1)) * p->b + kernel->nr;
+}
+
+static size_t positions_scratch(const ctbc_forward_problem *p, const ctbc_kernel *kernel)
+{
+    size_t sequence, panels, total;
+    if (__builtin_mul_overflow((size_t)position_columns(p, kernel), (size_t)p->c_in, &sequence) ||
+        __builtin_mul_overflow((size_t)round_up(p->c_out, kernel->mr), (size_t)p->k, &panels) ||
+        __builtin_mul_overflow(panels, (size_t)p->c_in, &panels) || __builtin_add_overflow(sequence, panels, &total))
+        return SIZE_MAX;
+    return total;
+}
+
+static double positions_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows)
+{
+    return (double)round_up(rows, kernel->nr) * (double)round_up(p->c_out, kernel->mr) * (double)p->k *
+           (double)p->c_in;
+}
+
+static void positions_run(const forward_run *run, float *scratch)
+{
+    const ctbc_forward_problem *p = run->p;
+    const ctbc_kernel *kernel = run->kernel;
+    const int64_t mr = kernel->mr, nr = kernel->nr, c_in = p->c_in, b_count = p->b, k_count = p->k;
+    const int64_t steps = p->t + 2 * (k_count - 1), columns = position_columns(p, kernel);
+    float *sequence = scratch; /* [c_in][columns] */
+    float *panels = scratch + columns * c_in;
+    const int64_t panel_count = round_up(p->c_out, mr) / mr;
+
+    /* self, rounded and widened, channel-major, with K-1 zero steps on
+     * either side and a zero tail the last tile may read. */
+#pragma omp for schedule(static)
+    for (int64_t u = 0; u < steps + 1; u++) {
+        const int64_t t = u - (k_count - 1);
+        const bool inside = u < steps && t >= 0 && t < p->t;
+        const int64_t count = u < steps ? b_count : nr; /* the tail: one tile's overhang */
+        for (int64_t c = 0; c < c_in; c++)
+            for (int64_t b = 0; b < count; b++)
+                sequence[c * columns + u * b_count + b] =
+                    inside ? operand(p, run->self, p->self.dtype,
+                                     t * p->self.stride[0] + b * p->self.stride[1] + c * p->self.stride[2])
+                           : 0.0f;
+    }
+    /* weight, rounded, in panels [panel][tap][c_in][mr], zero past c_out. */
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < panel_count * k_count; item++) {
+        const int64_t panel = item / k_count, k = item % k_count;
+        float *dst = panels + item * c_in * mr;
+        for (int64_t c = 0; c < c_in; c++)
+            for (int64_t i = 0; i < mr; i++) {
+                const int64_t o = panel * mr + i;
+                dst[c * mr + i] = o < p->c_out ? operand(p, run->weight, p->weight.dtype,
+                                                         k * p->weight.stride[0] + c * p->weight.stride[1] +
+                                                             o * p->weight.stride[2])
+                                               : 0.0f;
+            }
+    }
+    /* (implicit barrier: the tiles read both copies) */
+
+    const int64_t t_lo = run->plan->t_lo, positions = (run->plan->t_hi - t_lo) * b_count;
+    const int64_t block_columns = FORWARD_BLOCK_TILES * nr;
+    const int64_t column_blocks = (positions + block_columns - 1) / block_columns;
+    /* Output step t reads sequence steps t - pad + K - 1 + k, k < K. */
+    const float *first_column = sequence + (t_lo - p->pad + k_count - 1) * b_count;
+    const int64_t taps_per_chunk = c_in >= FORWARD_CHUNK ? 1 : FORWARD_CHUNK / c_in; /* c_in > 0 here */
+    const int64_t channels_per_chunk = c_in >= FORWARD_CHUNK ? FORWARD_CHUNK : c_in;
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < column_blocks * panel_count; item++) {
+        const int64_t block = item / panel_count, panel = item % panel_count;
+        const int64_t column_begin = block * block_columns;
+        const int64_t column_end = column_begin + block_columns < positions ? column_begin + block_columns : positions;
+        const float *weight_panel = panels + panel * k_count * c_in * mr;
+        float sums[CTBC_MR_MAX * FORWARD_BLOCK_TILES * CTBC_NR_MAX]; /* [mr][block_columns] */
+        bool first = true;
+        for (int64_t k0 = 0; k0 < k_count; k0 += taps_per_chunk)
+            for (int64_t c0 = 0; c0 < c_in; c0 += channels_per_chunk) {
+                const int64_t taps = k_count - k0 < taps_per_chunk ? k_count - k0 : taps_per_chunk;
+                const int64_t channels = c_in - c0 < channels_per_chunk ? c_in - c0 : channels_per_chunk;
+                const ctbc_ukr_args args = {.n_outer = taps,
+                                            .n_inner = channels,
+                                            .a_row = 1,
+                                            .a_inner = mr,
+                                            .a_outer = c_in * mr,
+                                            .b_inner = columns,
+                                            .b_outer = b_count,
+                                            .overwrite = first};
+                const float *w = weight_panel + (k0 * c_in + c0) * mr;
+                const float *x = first_column + c0 * columns + k0 * b_count;
+                for (int64_t column0 = column_begin; column0 < column_end; column0 += nr)
+                    kernel->ukr(&args, w, x + column0, sums + (column0 - column_begin), block_columns);
+                first = false;
+            }
+        const int64_t o0 = panel * mr, m = p->c_out - o0 < mr ? p->c_out - o0 : mr;
+        for (int64_t column = column_begin; column < column_end; column++) {
+            const int64_t t = t_lo + column / b_count, b = column % b_count;
+            for (int64_t i = 0; i < m; i++)
+                store(p, run->out, out_index(p, t, b, o0 + i),
+                      sums[i * block_columns + (column - column_begin)] + run->bias_rounded[o0 + i]);
+        }
+    }
+}
+
 /* ---- forward_reference ---------------------------------------------------- */
 
 static size_t reference_scratch(const ctbc_forward_problem *p, const ctbc_kernel *kernel)
 {
     (void)p, (void)kernel;
     return 0;
+}
+
+/* Applies always; chosen only when forced (it is the slowest). */
+static double reference_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows)
+{
+    (void)p, (void)kernel, (void)rows;
+    return HUGE_VAL;
 }
 
 static void reference_run(const forward_run *run, float *scratch)
@@ -278,8 +410,9 @@ static void reference_run(const forward_run *run, float *scratch)
 }
 
 static const forward_implementation IMPLEMENTATIONS[] = {
-    {"forward_gemm", gemm_scratch, gemm_run},
-    {"forward_reference", reference_scratch, reference_run},
+    {"forward_gemm", gemm_scratch, gemm_cost, gemm_run},
+    {"forward_gemm_positions", positions_scratch, positions_cost, positions_run},
+    {"forward_reference", reference_scratch, reference_cost, reference_run},
 };
 enum { IMPLEMENTATION_COUNT = sizeof IMPLEMENTATIONS / sizeof *IMPLEMENTATIONS };
 
@@ -304,20 +437,29 @@ void ctbc_forward_plan_init(ctbc_forward_plan *plan, const ctbc_forward_problem 
     memset(plan, 0, sizeof *plan);
     plan->problem = *problem;
     plan->isa = (int)ctbc_isa_select();
-    const int forced = forced_implementation();
-    plan->implementation = forced >= 0 ? forced : 0;
     /* Output steps t whose taps t + k - pad (k < K) meet self; the others
      * read only padding. */
     int64_t t_lo = problem->pad - (problem->k - 1), t_hi = problem->t + problem->pad;
     t_lo = t_lo < 0 ? 0 : t_lo > problem->t_out ? problem->t_out : t_lo;
     t_hi = t_hi > problem->t_out ? problem->t_out : t_hi < t_lo ? t_lo : t_hi;
     plan->t_lo = t_lo, plan->t_hi = t_hi;
+    const ctbc_kernel *kernel = ctbc_kernel_for_isa((ctbc_isa)plan->isa);
+    const int forced = forced_implementation();
+    plan->implementation = forced;
+    if (forced < 0) {
+        const int64_t rows = (t_hi - t_lo) * problem->b;
+        double best = HUGE_VAL;
+        for (int i = 0; i < IMPLEMENTATION_COUNT; i++) {
+            const double cost = IMPLEMENTATIONS[i].cost(problem, kernel, rows);
+            if (plan->implementation < 0 || cost < best)
+                plan->implementation = i, best = cost;
+        }
+    }
     const double flops = 2.0 * (double)problem->t_out * (double)problem->b * (double)problem->c_in *
                          (double)problem->c_out * (double)problem->k;
     plan->threads = omp_get_max_threads() > 1 ? omp_get_max_threads() : 1;
     plan->parallel = flops >= PARALLEL_FLOPS;
 
-    const ctbc_kernel *kernel = ctbc_kernel_for_isa((ctbc_isa)plan->isa);
     size_t floats = IMPLEMENTATIONS[plan->implementation].scratch_floats(problem, kernel), bytes;
     if (floats == SIZE_MAX || __builtin_add_overflow(floats, 2 * (size_t)problem->c_out, &floats) ||
         __builtin_mul_overflow(floats, sizeof(float), &bytes) || __builtin_add_overflow(bytes, (size_t)WS_ALIGN, &bytes))
