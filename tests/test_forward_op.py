@@ -26,7 +26,7 @@ OK, NULLPTR, INVALID = 0, 161001, 161002
 ND, NCL = "ACL_FORMAT_ND", "ACL_FORMAT_NCL"
 NP_OF = {"ACL_FLOAT": np.float32, "ACL_FLOAT16": np.float16, "ACL_BF16": BF16}
 CODE_OF = {np.dtype(v): k for k, v in NP_OF.items()}
-IMPLEMENTATIONS = ("forward_gemm", "forward_gemm_positions", "forward_reference")
+IMPLEMENTATIONS = ("forward_gemm", "forward_gemm_positions", "forward_dot", "forward_reference")
 
 
 def tensor(shape, code="ACL_FLOAT16", fmt=ND, values=None, fill=0.0):

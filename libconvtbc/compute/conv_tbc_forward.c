@@ -25,6 +25,7 @@
  */
 #include "compute/conv_tbc_forward.h"
 
+#include <float.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -63,7 +64,8 @@ typedef struct {
      * SIZE_MAX: too large. */
     size_t (*scratch_floats)(const ctbc_forward_problem *p, const ctbc_kernel *kernel);
     /* Multiply-adds the micro-kernel performs, padding of its tiles
-     * included (the plan takes the cheapest); 0: does not apply. */
+     * included, plus copies (the plan takes the cheapest); HUGE_VAL: does
+     * not apply to the problem. */
     double (*cost)(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows);
     /* Fills out; called by every thread of the team (or by one). */
     void (*run)(const forward_run *run, float *scratch);
@@ -254,10 +256,20 @@ static void gemm_run(const forward_run *run, float *scratch)
     }
 }
 
+/* Copying self (zero-extended) into float32, in tile multiply-adds: a
+ * copied element costs about COPY_FACTOR of them. */
+#define COPY_FACTOR 8.0
+
+static double copy_cost(const ctbc_forward_problem *p, int64_t steps)
+{
+    return COPY_FACTOR * (double)steps * (double)p->b * (double)p->c_in;
+}
+
 static double gemm_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows)
 {
     return (double)round_up(rows, kernel->mr) * (double)round_up(p->c_out, kernel->nr) * (double)p->k *
-           (double)p->c_in;
+               (double)p->c_in +
+           copy_cost(p, p->t + 2 * (p->k - 1));
 }
 
 /* ---- forward_gemm_positions --------------------------------------------- */
@@ -282,7 +294,8 @@ static size_t positions_scratch(const ctbc_forward_problem *p, const ctbc_kernel
 static double positions_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows)
 {
     return (double)round_up(rows, kernel->nr) * (double)round_up(p->c_out, kernel->mr) * (double)p->k *
-           (double)p->c_in;
+               (double)p->c_in +
+           copy_cost(p, p->t + 2 * (p->k - 1));
 }
 
 static void positions_run(const forward_run *run, float *scratch)
@@ -368,6 +381,128 @@ static void positions_run(const forward_run *run, float *scratch)
     }
 }
 
+/* ---- forward_dot -------------------------------------------------------- */
+
+/* Few output channels: each output element is a dot product over (tap,
+ * input channel), read with the input channel contiguous on both sides:
+ * self in place when it is float32 that nothing rounds and its channels are
+ * adjacent (no copy at all), else from a float32 copy [t][b][c_in]; weight
+ * packed as [c_out][k][c_in]. Each output step sums only its taps inside
+ * self and adds what its padding taps give (0, or NaN for a non-finite
+ * weight: the per-tap padding terms). */
+enum { DOT_BLOCK_ROWS = 64, DOT_MAX_COLUMNS = 16 };
+
+static bool dot_reads_self_in_place(const ctbc_forward_problem *p)
+{
+    return p->self.dtype == CTBC_F32 && p->compute_dtype == CTBC_F32 && !p->hf32 &&
+           (p->self.stride[2] == 1 || p->c_in == 1);
+}
+
+static size_t dot_scratch(const ctbc_forward_problem *p, const ctbc_kernel *kernel)
+{
+    (void)kernel;
+    size_t copy = 0, packed, terms, total;
+    if ((!dot_reads_self_in_place(p) &&
+         (__builtin_mul_overflow((size_t)p->t, (size_t)p->b, &copy) ||
+          __builtin_mul_overflow(copy, (size_t)p->c_in, &copy))) ||
+        __builtin_mul_overflow((size_t)p->c_out, (size_t)p->k, &packed) ||
+        __builtin_mul_overflow(packed, (size_t)p->c_in, &packed) ||
+        __builtin_mul_overflow((size_t)p->k, (size_t)p->c_out, &terms) ||
+        __builtin_add_overflow(copy, packed, &total) || __builtin_add_overflow(total, terms, &total))
+        return SIZE_MAX;
+    return total;
+}
+
+/* The dot kernel keeps no tile padding, but sums without FMAs and reads
+ * both operands as vectors: counted at DOT_FACTOR tile multiply-adds each. */
+#define DOT_FACTOR 3.0
+
+static double dot_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows)
+{
+    (void)kernel;
+    if (p->c_out > DOT_MAX_COLUMNS)
+        return HUGE_VAL; /* many columns: the tiled GEMMs do better */
+    const double copy = dot_reads_self_in_place(p) ? 0.0 : copy_cost(p, p->t);
+    return (double)rows * (double)p->c_out * (double)p->k * (double)p->c_in * DOT_FACTOR + copy;
+}
+
+static void dot_run(const forward_run *run, float *scratch)
+{
+    const ctbc_forward_problem *p = run->p;
+    const ctbc_kernel *kernel = run->kernel;
+    const int64_t c_in = p->c_in, b_count = p->b, k_count = p->k, c_out = p->c_out;
+    const bool in_place = dot_reads_self_in_place(p);
+    const float *self = run->self;
+    int64_t step_stride = p->self.stride[0], row_stride = p->self.stride[1];
+    float *packed = scratch;
+    float *terms = packed + c_out * k_count * c_in; /* [k][c_out] */
+    float *copy = terms + k_count * c_out;
+
+    if (!in_place) {
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < p->t; t++)
+            for (int64_t b = 0; b < b_count; b++)
+                for (int64_t c = 0; c < c_in; c++)
+                    copy[(t * b_count + b) * c_in + c] =
+                        operand(p, run->self, p->self.dtype,
+                                t * p->self.stride[0] + b * p->self.stride[1] + c * p->self.stride[2]);
+        self = copy, step_stride = b_count * c_in, row_stride = c_in;
+    }
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < c_out * k_count; item++) {
+        const int64_t o = item / k_count, k = item % k_count;
+        float term = 0.0f;
+        for (int64_t c = 0; c < c_in; c++) {
+            const float w = operand(p, run->weight, p->weight.dtype,
+                                    k * p->weight.stride[0] + c * p->weight.stride[1] + o * p->weight.stride[2]);
+            packed[item * c_in + c] = w;
+            term += 0.0f * w;
+        }
+        terms[k * c_out + o] = term;
+    }
+    /* (implicit barrier: the dots read both) */
+
+    const int64_t t_lo = run->plan->t_lo, steps = run->plan->t_hi - t_lo;
+    const int64_t row_blocks = (b_count + DOT_BLOCK_ROWS - 1) / DOT_BLOCK_ROWS;
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < steps * row_blocks; item++) {
+        const int64_t t = t_lo + item / row_blocks, b_begin = item % row_blocks * DOT_BLOCK_ROWS;
+        const int64_t b_end = b_begin + DOT_BLOCK_ROWS < b_count ? b_begin + DOT_BLOCK_ROWS : b_count;
+        /* the taps of step t that read self: 0 <= t + k - pad < T */
+        const int64_t k_lo = p->pad - t > 0 ? p->pad - t : 0;
+        const int64_t k_hi = p->t + p->pad - t < k_count ? p->t + p->pad - t : k_count;
+        float padding[DOT_MAX_COLUMNS];
+        for (int64_t o = 0; o < c_out; o++) {
+            float sum = 0.0f;
+            for (int64_t k = 0; k < k_count; k++)
+                if (k < k_lo || k >= k_hi)
+                    sum += terms[k * c_out + o];
+            padding[o] = sum;
+        }
+        const float *first = self + (t + k_lo - p->pad) * step_stride;
+        for (int64_t b = b_begin; b < b_end; b += CTBC_DOT_ROWS) {
+            /* fewer than CTBC_DOT_ROWS rows left: the kernel reads the last
+             * row again (a_row 0) rather than past self */
+            const int64_t rows = b_end - b < CTBC_DOT_ROWS ? 1 : CTBC_DOT_ROWS;
+            const ctbc_dot_args args = {.n = c_out,
+                                        .n_outer = k_hi - k_lo,
+                                        .n_inner = c_in,
+                                        .a_row = rows == 1 ? 0 : row_stride,
+                                        .a_outer = step_stride,
+                                        .b_col = k_count * c_in,
+                                        .b_outer = c_in};
+            float sums[CTBC_DOT_ROWS * DOT_MAX_COLUMNS];
+            kernel->dot(&args, first + b * row_stride, packed + k_lo * c_in, sums, c_out);
+            for (int64_t i = 0; i < rows; i++)
+                for (int64_t o = 0; o < c_out; o++)
+                    store(p, run->out, out_index(p, t, b + i, o),
+                          sums[i * c_out + o] + padding[o] + run->bias_rounded[o]);
+            if (rows == 1)
+                b += 1 - CTBC_DOT_ROWS; /* one row done */
+        }
+    }
+}
+
 /* ---- forward_reference ---------------------------------------------------- */
 
 static size_t reference_scratch(const ctbc_forward_problem *p, const ctbc_kernel *kernel)
@@ -380,7 +515,7 @@ static size_t reference_scratch(const ctbc_forward_problem *p, const ctbc_kernel
 static double reference_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows)
 {
     (void)p, (void)kernel, (void)rows;
-    return HUGE_VAL;
+    return DBL_MAX;
 }
 
 static void reference_run(const forward_run *run, float *scratch)
@@ -412,6 +547,7 @@ static void reference_run(const forward_run *run, float *scratch)
 static const forward_implementation IMPLEMENTATIONS[] = {
     {"forward_gemm", gemm_scratch, gemm_cost, gemm_run},
     {"forward_gemm_positions", positions_scratch, positions_cost, positions_run},
+    {"forward_dot", dot_scratch, dot_cost, dot_run},
     {"forward_reference", reference_scratch, reference_cost, reference_run},
 };
 enum { IMPLEMENTATION_COUNT = sizeof IMPLEMENTATIONS / sizeof *IMPLEMENTATIONS };
@@ -444,15 +580,16 @@ void ctbc_forward_plan_init(ctbc_forward_plan *plan, const ctbc_forward_problem 
     t_hi = t_hi > problem->t_out ? problem->t_out : t_hi < t_lo ? t_lo : t_hi;
     plan->t_lo = t_lo, plan->t_hi = t_hi;
     const ctbc_kernel *kernel = ctbc_kernel_for_isa((ctbc_isa)plan->isa);
+    /* The cheapest, or the forced one where it applies. */
+    const int64_t rows = (t_hi - t_lo) * problem->b;
     const int forced = forced_implementation();
-    plan->implementation = forced;
-    if (forced < 0) {
-        const int64_t rows = (t_hi - t_lo) * problem->b;
-        double best = HUGE_VAL;
-        for (int i = 0; i < IMPLEMENTATION_COUNT; i++) {
-            const double cost = IMPLEMENTATIONS[i].cost(problem, kernel, rows);
-            if (plan->implementation < 0 || cost < best)
-                plan->implementation = i, best = cost;
+    double best = HUGE_VAL;
+    for (int i = 0; i < IMPLEMENTATION_COUNT; i++) {
+        const double cost = IMPLEMENTATIONS[i].cost(problem, kernel, rows);
+        if (cost < best || (i == forced && cost < HUGE_VAL)) {
+            plan->implementation = i, best = cost;
+            if (i == forced)
+                break;
         }
     }
     const double flops = 2.0 * (double)problem->t_out * (double)problem->b * (double)problem->c_in *

@@ -11,6 +11,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "compute/kernels/dot_rows.h"
 #include "compute/kernels/gemv_tail.h"
 
 #define MR 6
@@ -237,7 +238,8 @@ const ctbc_kernel ctbc_kernel_avx2 = {.name = "avx2",
                                       .bf16_load = bf16_load_avx2,
                                       .f16_store = f16_store_avx2,
                                       .bf16_store = bf16_store_avx2,
-                                      .transpose = transpose_avx2};
+                                      .transpose = transpose_avx2,
+                                      .dot = dot_rows};
 
 #else
 

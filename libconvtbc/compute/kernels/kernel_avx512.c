@@ -29,6 +29,7 @@
 
 #if defined(CTBC_AVX512_BUILT)
 
+#include "compute/kernels/dot_rows.h"
 #include "compute/kernels/gemv_tail.h"
 
 #define MR 6
@@ -270,7 +271,8 @@ const ctbc_kernel ctbc_kernel_avx512_bf16 = {.name = "avx512_bf16",
                                              .f16_store = f16_store_avx512,
                                              .bf16_store = bf16_store_avx512,
                                              .transpose = transpose_avx512,
-                                             .ukr_bf16 = ukr_avx512bf16_6x32};
+                                             .ukr_bf16 = ukr_avx512bf16_6x32,
+                                             .dot = dot_rows};
 
 #else
 
@@ -283,7 +285,8 @@ const ctbc_kernel ctbc_kernel_avx512 = {.name = "avx512",
                                         .bf16_load = bf16_load_avx512,
                                         .f16_store = f16_store_avx512,
                                         .bf16_store = bf16_store_avx512,
-                                        .transpose = transpose_avx512};
+                                        .transpose = transpose_avx512,
+                                        .dot = dot_rows};
 
 #endif
 

@@ -4,6 +4,7 @@
  * so it gives the same answer with or without hardware FMA.
  */
 #include "compute/kernels/ukernel.h"
+#include "compute/kernels/dot_rows.h"
 
 #include "compute/float_convert.h"
 
@@ -93,4 +94,5 @@ const ctbc_kernel ctbc_kernel_portable = {.name = "portable",
                                           .bf16_load = bf16_load_portable,
                                           .f16_store = f16_store_portable,
                                           .bf16_store = bf16_store_portable,
-                                          .transpose = transpose_portable};
+                                          .transpose = transpose_portable,
+                                          .dot = dot_rows};

@@ -96,6 +96,27 @@ typedef void (*ctbc_transpose_fn)(float *dst, int64_t ld_dst, const float *src, 
 typedef void (*ctbc_ukr_bf16_fn)(const ctbc_ukr_args *args, const uint32_t *a, const uint32_t *b,
                                  float *c, int64_t ldc);
 
+/*
+ * Few columns against many rows, the reduction contiguous on both sides
+ * (a dot product per element), for a GEMM whose columns are too few to
+ * fill an nr-wide tile:
+ *
+ *   C(i, j) = sum_{q < n_outer} sum_{p < n_inner} a[i*a_row + q*a_outer + p] * b[j*b_col + q*b_outer + p]
+ *
+ * for i < CTBC_DOT_ROWS (callers keep that many rows readable) and j < n,
+ * written to c[i*ldc + j] (C is not read). The summation order is fixed
+ * (dot_rows.h) and the same on every ISA.
+ */
+#define CTBC_DOT_ROWS 4
+
+typedef struct {
+    int64_t n, n_outer, n_inner;
+    int64_t a_row, a_outer;
+    int64_t b_col, b_outer;
+} ctbc_dot_args;
+
+typedef void (*ctbc_dot_fn)(const ctbc_dot_args *args, const float *a, const float *b, float *c, int64_t ldc);
+
 typedef struct {
     const char *name;
     int mr, nr;
@@ -110,6 +131,7 @@ typedef struct {
      * a cubeMathType that allows reduced precision (1, 2, 3; KEEP_DTYPE
      * keeps the float32 path). Same mr x nr as ukr. */
     ctbc_ukr_bf16_fn ukr_bf16;
+    ctbc_dot_fn dot; /* set whenever ukr is */
 } ctbc_kernel;
 
 extern const ctbc_kernel ctbc_kernel_portable;
