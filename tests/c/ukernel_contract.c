@@ -376,12 +376,68 @@ static void check_transpose(const ctbc_kernel *k)
         }
 }
 
+/* ---- the dot kernel ------------------------------------------------------ */
+
+/* dot_rows.h's order written out: lane l of each (row, column) sums the
+ * products of p = l (mod 8) below the last multiple of 8, over q then p;
+ * the lanes are added 0..7; the remaining p are summed separately over q
+ * then p, and that sum added last. Multiplies and adds, never fused. */
+static float dot_model(const ctbc_dot_args *s, const float *a, const float *b, int64_t i, int64_t j)
+{
+    const int64_t full = s->n_inner / 8 * 8;
+    float lanes[8] = {0}, tail = 0.0f;
+    for (int64_t q = 0; q < s->n_outer; q++)
+        for (int64_t p = 0; p < s->n_inner; p++) {
+            const float x = a[i * s->a_row + q * s->a_outer + p] * b[j * s->b_col + q * s->b_outer + p];
+            if (p < full)
+                lanes[p % 8] += x;
+            else
+                tail += x;
+        }
+    float sum = lanes[0];
+    for (int l = 1; l < 8; l++)
+        sum += lanes[l];
+    return sum + tail;
+}
+
+static void check_dot(const ctbc_kernel *k)
+{
+    static float a[4096], b[4096];
+    for (int i = 0; i < 4096; i++)
+        a[i] = random_value(), b[i] = random_value();
+    a[17] = NAN, b[33] = INFINITY; /* they propagate like any value */
+    const int64_t inners[] = {0, 1, 7, 8, 9, 16, 29};
+    for (size_t ii = 0; ii < sizeof inners / sizeof *inners; ii++)
+        for (int64_t n_outer = 0; n_outer <= 3; n_outer++)
+            for (int64_t n = 1; n <= 5; n++)
+                for (int64_t a_row = 0; a_row <= 40; a_row += 40) { /* 0: one row read four times */
+                    const int64_t inner = inners[ii];
+                    const ctbc_dot_args s = {.n = n, .n_outer = n_outer, .n_inner = inner, .a_row = a_row,
+                                             .a_outer = 200, .b_col = 3 * 40 + 1, .b_outer = 40};
+                    float c[CTBC_DOT_ROWS * 8 + 1];
+                    for (int x = 0; x < CTBC_DOT_ROWS * 8 + 1; x++)
+                        c[x] = NAN;
+                    const float guard = 12345.0f;
+                    c[CTBC_DOT_ROWS * 8] = guard;
+                    k->dot(&s, a, b, c, 8);
+                    for (int64_t i = 0; i < CTBC_DOT_ROWS; i++)
+                        for (int64_t j = 0; j < n; j++) {
+                            const float want = dot_model(&s, a, b, i, j), got = c[i * 8 + j];
+                            CHECK(bits(got) == bits(want) || (isnan(got) && isnan(want)),
+                                  "%s dot: inner %lld outer %lld n %lld a_row %lld (%lld,%lld): %a, want %a", k->name,
+                                  (long long)inner, (long long)n_outer, (long long)n, (long long)a_row, (long long)i,
+                                  (long long)j, got, want);
+                        }
+                    CHECK(c[CTBC_DOT_ROWS * 8] == guard, "%s dot wrote past its tile", k->name);
+                }
+}
+
 /* ---- the entries -------------------------------------------------------- */
 
 static void check_entry(const ctbc_kernel *k, int fused)
 {
     const int before = failures;
-    CHECK(k->ukr && k->gemv && k->f16_load && k->bf16_load && k->f16_store && k->bf16_store && k->transpose,
+    CHECK(k->ukr && k->gemv && k->f16_load && k->bf16_load && k->f16_store && k->bf16_store && k->transpose && k->dot,
           "%s: an entry of a built ISA leaves a helper NULL", k->name);
     CHECK(k->mr >= 1 && k->mr <= CTBC_MR_MAX && k->nr >= 4 && k->nr <= CTBC_NR_MAX && k->nr % 8 == 0,
           "%s: tile %dx%d outside the scratch bounds", k->name, k->mr, k->nr);
@@ -396,6 +452,7 @@ static void check_entry(const ctbc_kernel *k, int fused)
     check_narrow(k->name, "float16", k->f16_store, ctbc_f32_to_f16);
     check_narrow(k->name, "bfloat16", k->bf16_store, ctbc_f32_to_bf16);
     check_transpose(k);
+    check_dot(k);
     printf("%s: %s\n", k->name, failures == before ? "ok" : "FAILED");
 }
 
