@@ -3,6 +3,7 @@
     convtbc demo                      CANN's documented example + a numpy check
     convtbc config --prefix|--cflags|--libs
     convtbc bench ...                 benchmarks (convtbc_py/bench.py, loaded lazily)
+    convtbc --version                 the package version (convtbc_py.__version__)
 
 `bench` forwards its arguments untouched to `convtbc_py.bench.main(argv) -> int`,
 so the benchmark module owns its own options and help.
@@ -18,6 +19,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from ._version import __version__
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -194,6 +197,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="convtbc", description="CPU implementation of CANN's aclnnConvTbcBackward."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     demo = commands.add_parser("demo", help="run CANN's example and a numpy check; exit 1 on FAIL")
@@ -210,6 +214,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs `convtbc` with `argv` (default sys.argv[1:]); returns the exit status."""
     parser = _parser()
     args, rest = parser.parse_known_args(argv)
     if args.command == "bench":

@@ -28,12 +28,18 @@ def soc_name() -> str:
 
 
 def set_soc(name: str) -> None:
-    """Selects the emulated SoC (e.g. "Ascend910B1", "Ascend910A", "Ascend950")."""
+    """Selects the emulated SoC (e.g. "Ascend910B1", "Ascend910A", "Ascend950");
+    AclError for a name convtbc does not emulate."""
     check(lib.convtbcSetSocVersion(name.encode()), AclError)
 
 
 @contextlib.contextmanager
 def soc_profile(name: str) -> Iterator[str]:
+    """While inside, convtbc emulates SoC `name` (see set_soc); yields the name.
+
+    The SoC decides phase 1's dtype and cubeMathType rules, as on that chip.
+    An unknown name raises AclError before the block runs.
+    """
     previous = soc_name()
     set_soc(name)
     try:
@@ -44,6 +50,13 @@ def soc_profile(name: str) -> Iterator[str]:
 
 @contextlib.contextmanager
 def memory_checking(enabled: bool) -> Iterator[bool]:
+    """While inside, tensor data, workspaces and aclrtMemcpy/aclrtMemset
+    ranges must (True) or need not (False) lie in live aclrtMalloc'd blocks;
+    yields `enabled`.
+
+    Checking is on unless CONVTBC_CHECK_MEMORY=0, since real CANN needs
+    device memory; False lets raw-API code pass host memory.
+    """
     previous = lib.convtbcSetMemoryChecking(int(enabled))
     try:
         yield enabled
