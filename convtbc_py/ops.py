@@ -102,26 +102,28 @@ def _operands(values: Sequence[Any]) -> List[Optional[np.ndarray]]:
     arrays: List[Optional[np.ndarray]] = []
     dtypeless: List[int] = []
     for index, value in enumerate(values):
-        if type(value) is np.ndarray:
-            arrays.append(value)
-        elif value is None:
-            arrays.append(None)
-        elif isinstance(value, (list, tuple, int, float, complex)):
-            arrays.append(None)
-            dtypeless.append(index)
-        else:
-            arrays.append(_converted(_ARRAY_ARGUMENTS[index], value, None))
+        if type(value) is not np.ndarray:
+            # (np.float64 is a float, but a numpy scalar keeps its dtype.)
+            if value is None or (isinstance(value, (list, tuple, int, float, complex))
+                                 and not isinstance(value, np.generic)):
+                arrays.append(None)
+                if value is not None:
+                    dtypeless.append(index)
+                continue
+            value = _converted(index, value, None)
+        arrays.append(_named(index, value))
     if dtypeless:
         given = next((a.dtype for a in arrays if a is not None), None)
         dtype = given if given is not None and given.name in _OPERATOR_DTYPES else np.dtype(np.float32)
         for index in dtypeless:
-            arrays[index] = _converted(_ARRAY_ARGUMENTS[index], values[index], dtype)
-    for index, array in enumerate(arrays):
-        if array is None:
-            continue
-        if not array.dtype.isnative:
-            # Byte order is a storage detail; the values are what the caller means.
-            array = arrays[index] = array.astype(array.dtype.newbyteorder("="))
+            arrays[index] = _named(index, _converted(index, values[index], dtype))
+    return arrays
+
+
+def _named(index: int, array: np.ndarray) -> np.ndarray:
+    """`array` in native byte order; TypeError naming the argument if ACL
+    has no name for its dtype."""
+    if array.dtype not in _CODE_OF:
         try:
             acl_dtype(array.dtype)
         except TypeError:
@@ -130,19 +132,25 @@ def _operands(values: Sequence[Any]) -> List[Optional[np.ndarray]]:
                 f"conv_tbc_backward: {name} has dtype {array.dtype}, which ACL has no type for; "
                 f"conv_tbc_backward accepts {', '.join(ACCEPTED_DTYPES)}: pass e.g. {name}.astype(np.float32)"
             ) from None
-    return arrays
+    if not array.dtype.isnative:
+        # Byte order is a storage detail; the values are what the caller means.
+        array = array.astype(array.dtype.newbyteorder("="))
+    return array
 
 
-def _converted(name: str, value: Any, dtype: Optional[np.dtype]) -> np.ndarray:
+def _converted(index: int, value: Any, dtype: Optional[np.dtype]) -> np.ndarray:
     try:
         return np.asarray(value, dtype=dtype)
     except (TypeError, ValueError) as exc:
+        name = _ARRAY_ARGUMENTS[index]
         raise type(exc)(f"conv_tbc_backward: {name} is not an array of numbers: {exc}") from exc
 
 
 def _integer(name: str, value: Any, bounds: Tuple[int, int], kind: str) -> int:
     """`value` as an int for a C parameter of type `kind`: a true integer
     (Python or numpy; bools and floats are refused) within `bounds`."""
+    if type(value) is int and bounds[0] <= value <= bounds[1]:
+        return value  # the usual case, decided cheaply
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"conv_tbc_backward: {name} must be an integer, got a bool ({value!r})")
     try:

@@ -223,6 +223,14 @@ def test_lists_take_the_dtype_of_the_arrays():
     assert [g.dtype for g in gb] == [np.dtype(BF16), np.dtype(np.float16), np.dtype(BF16)]
 
 
+def test_numpy_scalars_keep_their_dtype():
+    # np.float64 is a Python float too; it must still count as float64 (and
+    # be refused), where a Python float would become float32.
+    go, x, w, _, pad = ops(C_out=1)
+    e = refused(convtbc_py.AclnnTypeError, go, x, w, np.float64(0.5), pad)
+    assert e.argument == "bias" and "float64" in str(e)
+
+
 def test_a_list_does_not_take_a_refused_dtype():
     # The float64 array is reported, not the list before it.
     go, x, w, b, pad = ops()
