@@ -23,7 +23,10 @@ def version_from_meson_build(path: Path) -> str:
     return match.group(1)
 
 
+__version__: str
 try:
-    from ._build_version import VERSION as __version__
+    from ._build_version import VERSION
+
+    __version__ = VERSION
 except ImportError:  # a source checkout
     __version__ = version_from_meson_build(Path(__file__).resolve().parent.parent / "meson.build")
