@@ -17,7 +17,7 @@ speaks of the Python arguments.
 from __future__ import annotations
 
 import re
-from typing import Dict, Mapping, Optional, Tuple, Type
+from typing import Dict, Mapping, Optional, Type
 
 from ._library import CONSTANTS, ffi, lib
 
