@@ -7,7 +7,8 @@
 Importing the package loads nothing: the library is loaded on first use of
 `conv_tbc_backward`, `ffi` or `lib`, so `use_cann(home)` (or
 `$CONVTBC_CANN_HOME`) can first choose a CANN toolkit to run on instead;
-`backend()` says which one is in use.
+`backend()` says which one is in use. `__version__` is the package version
+(meson.build's project version).
 """
 
 from __future__ import annotations
@@ -16,18 +17,23 @@ import importlib
 from typing import TYPE_CHECKING, Any, Dict, List
 
 from ._library import backend, use_cann
+from ._version import __version__ as __version__  # "as": re-exported, for type checkers
 
 if TYPE_CHECKING:  # what the lazy names below are, for type checkers
     from ._library import ffi, lib
     from .emulation import NotConvtbcError, device_memory_guard, memory_checking, set_soc, soc_name, soc_profile
-    from .errors import AclError, AclnnError, ConvTbcError, check
+    from .errors import (AclError, AclnnArgumentError, AclnnError, AclnnTypeError, AclnnValueError, ConvTbcError,
+                         check)
     from .ops import conv_tbc_backward
 
 # Public name -> the submodule defining it, imported on first access (PEP 562):
 # importing any of them would load the library or numpy's extras.
 _LAZY: Dict[str, str] = {
     "AclError": "errors",
+    "AclnnArgumentError": "errors",
     "AclnnError": "errors",
+    "AclnnTypeError": "errors",
+    "AclnnValueError": "errors",
     "ConvTbcError": "errors",
     "check": "errors",
     "conv_tbc_backward": "ops",
@@ -41,7 +47,7 @@ _LAZY: Dict[str, str] = {
     "lib": "_library",
 }
 
-__all__ = sorted([*_LAZY, "backend", "use_cann"])
+__all__ = sorted([*_LAZY, "__version__", "backend", "use_cann"])
 
 
 def __getattr__(name: str) -> Any:

@@ -4,6 +4,7 @@
     convtbc config --prefix|--cflags|--libs
     convtbc bench ...                 benchmarks (convtbc_py/bench.py, loaded lazily)
     convtbc info [--json]             the CPU, the kernel chosen, threads, library
+    convtbc --version                 the package version (convtbc_py.__version__)
 
 `bench` forwards its arguments untouched to `convtbc_py.bench.main(argv) -> int`,
 so the benchmark module owns its own options and help.
@@ -19,6 +20,9 @@ import sys
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
+
+from ._version import __version__
+
 
 # --------------------------------------------------------------------- config
 
@@ -260,6 +264,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="convtbc", description="CPU implementation of CANN's aclnnConvTbcBackward.",
         formatter_class=DefaultsHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
                                      parser_class=_ParserShowingDefaults)
 
@@ -280,6 +285,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs `convtbc` with `argv` (default sys.argv[1:]); returns the exit status."""
     parser = _parser()
     args, rest = parser.parse_known_args(argv)
     if args.command == "bench":

@@ -45,14 +45,18 @@ def soc_name() -> str:
 
 def set_soc(name: str) -> None:
     """Selects the emulated SoC (e.g. "Ascend910B1", "Ascend910A", "Ascend950");
-    AclError for a name convtbc has no profile of."""
+    AclError for a name convtbc does not emulate."""
     _convtbc_only("set_soc")
     check(_library.lib.convtbcSetSocVersion(name.encode()), AclError)
 
 
 def soc_profile(name: str) -> "contextlib.AbstractContextManager[str]":
-    """While inside, convtbc emulates SoC `name` (its dtype and cubeMathType
-    rules, its aclrtGetSocName); the previous SoC is restored on exit."""
+    """While inside, convtbc emulates SoC `name` (see set_soc); yields the name.
+
+    The SoC decides phase 1's dtype and cubeMathType rules (and what
+    aclrtGetSocName reports), as on that chip; the previous SoC is restored
+    on exit. An unknown name raises AclError before the block runs.
+    """
     _convtbc_only("soc_profile")
     return _soc_profile(name)
 
@@ -68,9 +72,13 @@ def _soc_profile(name: str) -> Iterator[str]:
 
 
 def memory_checking(enabled: bool) -> "contextlib.AbstractContextManager[bool]":
-    """While inside, tensor data and workspaces are (True) or are not (False)
-    required to lie in live aclrtMalloc blocks, and copies to match their
-    kind; the previous setting is restored on exit."""
+    """While inside, tensor data, workspaces and aclrtMemcpy/aclrtMemset
+    ranges must (True) or need not (False) lie in live aclrtMalloc'd blocks;
+    yields `enabled`; the previous setting is restored on exit.
+
+    Checking is on unless CONVTBC_CHECK_MEMORY=0, since real CANN needs
+    device memory; False lets raw-API code pass host memory.
+    """
     _convtbc_only("memory_checking")
     return _switch(_library.lib.convtbcSetMemoryChecking, enabled)
 

@@ -1,34 +1,41 @@
 """numpy front end of aclnnConvTbcBackward.
 
-Arrays are handed to the C API zero-copy: each becomes a convtbcHostTensor
-whose storage is the 1-D span of memory the numpy view touches, with the
-view's strides in elements, and one call to convtbcConvTbcBackwardOnHost
-runs both phases on them (crossing into C once keeps small calls cheap).
-Argument checking is left to the C library on purpose, so that Python
-callers get exactly CANN's status codes and messages.
+`conv_tbc_backward` works in three steps: it turns the Python arguments into
+ndarrays and checked integers (`_operands`, `_integer`), runs the operator
+on them in one call (`run_on_host`), and hands back the gradients. Errors of
+that call come back in the Python function's terms (errors.in_python_terms).
+
+`run_on_host` hands the arrays to the C API zero-copy: each becomes a
+convtbcHostTensor whose storage is the 1-D span of memory the numpy view
+touches, with the view's strides in elements, and one call to
+convtbcConvTbcBackwardOnHost runs both phases on them (crossing into C once
+keeps small calls cheap). Argument checking is left to the C library on
+purpose, so that Python callers get exactly CANN's status codes.
+
+ml_dtypes is not imported here: its dtypes (bfloat16, float8_*) are known by
+name when an array of one arrives, so float32 users never pay its import.
 """
 
 from __future__ import annotations
 
 import functools
 import operator
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-import ml_dtypes
 import numpy as np
+import numpy.typing as npt
 
 from . import _library
 from ._library import ffi, lib
-from .errors import check, recent_error_message
+from .errors import AclnnError, AclnnValueError, check, in_python_terms, recent_error_message
 
 # numpy dtype -> ACL dtype code. Dtypes the operator rejects are listed too so
 # that the C library, not Python, reports them (with CANN's 161002).
-_ACL_DTYPES: Tuple[Tuple[np.dtype, int], ...] = tuple(
-    (np.dtype(dtype), code)
+_CODE_OF: Dict[np.dtype, int] = {
+    np.dtype(dtype): code
     for dtype, code in (
         (np.float32, lib.ACL_FLOAT),
         (np.float16, lib.ACL_FLOAT16),
-        (ml_dtypes.bfloat16, lib.ACL_BF16),
         (np.float64, lib.ACL_DOUBLE),
         (np.int8, lib.ACL_INT8),
         (np.int16, lib.ACL_INT16),
@@ -41,34 +48,121 @@ _ACL_DTYPES: Tuple[Tuple[np.dtype, int], ...] = tuple(
         (np.bool_, lib.ACL_BOOL),
         (np.complex64, lib.ACL_COMPLEX64),
         (np.complex128, lib.ACL_COMPLEX128),
-        (ml_dtypes.float8_e5m2, lib.ACL_FLOAT8_E5M2),
-        (ml_dtypes.float8_e4m3fn, lib.ACL_FLOAT8_E4M3FN),
     )
-)
+}
+# ml_dtypes' dtypes by their numpy name; a dtype of that name counts only
+# if its scalar type comes from ml_dtypes.
+_ML_DTYPES_CODE_OF: Dict[str, int] = {
+    "bfloat16": lib.ACL_BF16,
+    "float8_e5m2": lib.ACL_FLOAT8_E5M2,
+    "float8_e4m3fn": lib.ACL_FLOAT8_E4M3FN,
+}
+# The dtypes the operator takes on some SoC, the first being the one a hint suggests.
+ACCEPTED_DTYPES: Tuple[str, ...] = ("float32", "float16", "bfloat16")
+_OPERATOR_DTYPES = frozenset(ACCEPTED_DTYPES)
 
-_CODE_OF: Dict[np.dtype, int] = dict(_ACL_DTYPES)
 _HOST_TENSORS = ffi.typeof("convtbcHostTensor[7]")  # parsed once: this is the per-call path
 _MAX_DIMS = len(ffi.new("convtbcHostTensor *").dims)
+_INT64 = (-(2**63), 2**63 - 1)
+_INT8 = (-(2**7), 2**7 - 1)
+
+# The Python names of CANN's arguments, for error messages.
+_PYTHON_NAMES: Dict[str, str] = {
+    "self": "grad_output", "input": "input", "weight": "weight", "bias": "bias", "pad": "pad",
+    "cubeMathType": "cube_math_type", "gradInput": "grad_input", "gradWeight": "grad_weight",
+    "gradBias": "grad_bias",
+}
+_ARRAY_ARGUMENTS = ("grad_output", "input", "weight", "bias")
+_SHAPES = ("shapes: grad_output [T_out, B, C_out], input [T, B, C_in], weight [K, C_in, C_out], bias [C_out], "
+           "T_out = T + 2*pad + 1 - K")
+_USAGE: Dict[str, str] = {name: _SHAPES for name in _ARRAY_ARGUMENTS}
 
 
 def acl_dtype(dtype: np.dtype) -> int:
     """The ACL dtype code of a numpy dtype; TypeError if ACL has no equivalent."""
     code = _CODE_OF.get(dtype)
-    if code is None:
-        raise TypeError(f"dtype {dtype} has no ACL equivalent")
-    return code
+    if code is not None:
+        return code
+    code = _ML_DTYPES_CODE_OF.get(dtype.name)
+    if code is not None and dtype.type.__module__.split(".")[0] == "ml_dtypes":
+        _CODE_OF[dtype] = code
+        return code
+    raise TypeError(f"dtype {dtype} has no ACL equivalent")
 
 
-def _as_operand(value: Any) -> Optional[np.ndarray]:
-    """An ndarray with a native-order dtype that ACL can name, or None for NULL."""
-    if value is None:
-        return None
-    array = np.asarray(value)
+def _operands(values: Sequence[Any]) -> List[Optional[np.ndarray]]:
+    """The array arguments as native-order ndarrays ACL can name (None stays None).
+
+    Python lists, tuples and numbers have no dtype of their own: they take
+    the dtype of the first argument that has one, when that is one of the
+    operator's dtypes, and float32 otherwise (so that a list of floats is not
+    the float64 numpy would make of it, and a wrong dtype is reported on the
+    argument that has it). Everything else (ndarrays, numpy scalars, objects
+    with `__array__` or the buffer protocol) keeps its dtype.
+    """
+    arrays: List[Optional[np.ndarray]] = []
+    dtypeless: List[int] = []
+    for index, value in enumerate(values):
+        if type(value) is not np.ndarray:
+            # (np.float64 is a float, but a numpy scalar keeps its dtype.)
+            if value is None or (isinstance(value, (list, tuple, int, float, complex))
+                                 and not isinstance(value, np.generic)):
+                arrays.append(None)
+                if value is not None:
+                    dtypeless.append(index)
+                continue
+            value = _converted(index, value, None)
+        arrays.append(_named(index, value))
+    if dtypeless:
+        given = next((a.dtype for a in arrays if a is not None), None)
+        dtype = given if given is not None and given.name in _OPERATOR_DTYPES else np.dtype(np.float32)
+        for index in dtypeless:
+            arrays[index] = _named(index, _converted(index, values[index], dtype))
+    return arrays
+
+
+def _named(index: int, array: np.ndarray) -> np.ndarray:
+    """`array` in native byte order; TypeError naming the argument if ACL
+    has no name for its dtype."""
+    if array.dtype not in _CODE_OF:
+        try:
+            acl_dtype(array.dtype)
+        except TypeError:
+            name = _ARRAY_ARGUMENTS[index]
+            raise TypeError(
+                f"conv_tbc_backward: {name} has dtype {array.dtype}, which ACL has no type for; "
+                f"conv_tbc_backward accepts {', '.join(ACCEPTED_DTYPES)}: pass e.g. {name}.astype(np.float32)"
+            ) from None
     if not array.dtype.isnative:
         # Byte order is a storage detail; the values are what the caller means.
         array = array.astype(array.dtype.newbyteorder("="))
-    acl_dtype(array.dtype)
     return array
+
+
+def _converted(index: int, value: Any, dtype: Optional[np.dtype]) -> np.ndarray:
+    try:
+        return np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        name = _ARRAY_ARGUMENTS[index]
+        raise type(exc)(f"conv_tbc_backward: {name} is not an array of numbers: {exc}") from exc
+
+
+def _integer(name: str, value: Any, bounds: Tuple[int, int], kind: str) -> int:
+    """`value` as an int for a C parameter of type `kind`: a true integer
+    (Python or numpy; bools and floats are refused) within `bounds`."""
+    if type(value) is int and bounds[0] <= value <= bounds[1]:
+        return value  # the usual case, decided cheaply
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"conv_tbc_backward: {name} must be an integer, got a bool ({value!r})")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(
+            f"conv_tbc_backward: {name} must be an integer, got {type(value).__name__} ({value!r})"
+        ) from None
+    if not bounds[0] <= number <= bounds[1]:
+        raise OverflowError(f"conv_tbc_backward: {name}={number} does not fit CANN's {kind} {name}")
+    return number
 
 
 @functools.lru_cache(maxsize=256)
@@ -124,38 +218,80 @@ def _host_tensor(array: np.ndarray, keep_alive: List[Any]) -> Tuple[Any, ...]:
 
 
 def conv_tbc_backward(
-    grad_output: Any,
-    input: Any,
-    weight: Any,
-    bias: Any,
+    grad_output: npt.ArrayLike,
+    input: npt.ArrayLike,
+    weight: npt.ArrayLike,
+    bias: npt.ArrayLike,
     pad: int,
     *,
     cube_math_type: int = 0,
-) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> Tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]]:
     """Gradients of the TBC convolution: (grad_input, grad_weight, grad_bias).
 
     `grad_output` is dL/dy `[T_out, B, C_out]`, `input` x `[T, B, C_in]`,
     `weight` `[K, C_in, C_out]`, `bias` `[C_out]`, with
     `T_out = T + 2*pad + 1 - K`. Arrays may be float32, float16 or
-    ml_dtypes.bfloat16, in any mix and with any strides; each gradient has the
-    dtype of the matching input. `cube_math_type` is CANN's cubeMathType
+    ml_dtypes.bfloat16 (not on the Ascend910 training series), in any mix and
+    with any strides; each gradient has the dtype of the matching input.
+    Array-likes are taken as numpy does; Python lists, tuples and numbers,
+    which have no dtype, take that of the first argument that has one if it
+    is one of those three, else float32. `pad` is an integer >= 0 (bools and
+    floats are refused). `cube_math_type` is CANN's cubeMathType
     (0 KEEP_DTYPE, 1 ALLOW_FP32_DOWN_PRECISION, 2 USE_FP16, 3 USE_HF32).
 
-    Does not need aclInit. Raises AclnnError with CANN's status for anything
-    the operator rejects (a None argument is passed as NULL), TypeError for
-    a dtype ACL cannot name.
+    Does not need aclInit. What the operator refuses raises an AclnnError
+    with CANN's status: AclnnTypeError (also a TypeError) for a dtype or a
+    None array, AclnnValueError (also a ValueError) for shapes, pad and
+    cube_math_type, each naming the Python argument. Python-side problems
+    raise plain TypeError (not an integer, a dtype ACL has no type for, not
+    numbers) or OverflowError (an integer beyond its C type).
     """
-    operands = [_as_operand(a) for a in (grad_output, input, weight, bias)]
+    arrays = _operands((grad_output, input, weight, bias))
+    pad = _integer("pad", pad, _INT64, "int64_t")
+    cube_math_type = _integer("cube_math_type", cube_math_type, _INT8, "int8_t")
+    try:
+        return run_on_host(arrays[0], arrays[1], arrays[2], arrays[3], pad, cube_math_type)
+    except AclnnError as error:
+        raise _in_python_terms(error, arrays) from None
+
+
+def _in_python_terms(error: AclnnError, arrays: Sequence[Optional[np.ndarray]]) -> AclnnError:
+    translated = in_python_terms(error, "conv_tbc_backward", _PYTHON_NAMES, _USAGE)
+    if translated is error:
+        # The one refusal that names no argument: more dims than a
+        # convtbcHostTensor holds. CANN would say the rank is wrong, so say that.
+        for name, array in zip(_ARRAY_ARGUMENTS, arrays):
+            if array is not None and array.ndim > _MAX_DIMS:
+                wanted = 1 if name == "bias" else 3
+                return AclnnValueError(
+                    error.status, error.name, error.message, name,
+                    f"conv_tbc_backward: {name} should be {wanted}-dimensional, got {array.ndim} dims ({_SHAPES})")
+    return translated
+
+
+def run_on_host(
+    grad_output: Optional[np.ndarray],
+    input: Optional[np.ndarray],
+    weight: Optional[np.ndarray],
+    bias: Optional[np.ndarray],
+    pad: int,
+    cube_math_type: int,
+) -> Tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]]:
+    """aclnnConvTbcBackward on host ndarrays (None passes NULL), in one C call.
+
+    Takes what conv_tbc_backward has normalized: native-order arrays with an
+    ACL dtype, integer pad and cube_math_type. Raises AclnnError, in CANN's
+    terms, for what the operator refuses.
+    """
+    operands = (grad_output, input, weight, bias)
     grads = [None if a is None else np.empty(a.shape, dtype=a.dtype) for a in operands[1:]]
-    pad = operator.index(pad)
-    cube_math_type = operator.index(cube_math_type)
 
     recent_error_message()  # drop stale messages so an error reports only this call
     if _library.backend() == "cann":  # a CANN toolkit: device memory and CANN's public API only
         from ._cann import conv_tbc_backward as on_cann
 
         return on_cann(operands, pad, cube_math_type)  # type: ignore[return-value]
-    arrays = operands + grads
+    arrays = operands + tuple(grads)
     keep_alive: List[Any] = []
     tensors = ffi.new(_HOST_TENSORS, [() if a is None else _host_tensor(a, keep_alive) for a in arrays])
     self_, input_, weight_, bias_, grad_input, grad_weight, grad_bias = (
