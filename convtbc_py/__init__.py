@@ -19,12 +19,23 @@ from typing import TYPE_CHECKING, Any, Dict, List
 from ._library import backend, use_cann
 from ._version import __version__ as __version__  # "as": re-exported, for type checkers
 
-if TYPE_CHECKING:  # what the lazy names below are, for type checkers
-    from ._library import ffi, lib
-    from .emulation import NotConvtbcError, device_memory_guard, memory_checking, set_soc, soc_name, soc_profile
-    from .errors import (AclError, AclnnArgumentError, AclnnError, AclnnTypeError, AclnnValueError, ConvTbcError,
-                         check)
-    from .ops import conv_tbc_backward
+if TYPE_CHECKING:  # what the lazy names below are, for type checkers ("X as X": re-exported)
+    from ._library import ffi as ffi
+    from ._library import lib as lib
+    from .emulation import NotConvtbcError as NotConvtbcError
+    from .emulation import device_memory_guard as device_memory_guard
+    from .emulation import memory_checking as memory_checking
+    from .emulation import set_soc as set_soc
+    from .emulation import soc_name as soc_name
+    from .emulation import soc_profile as soc_profile
+    from .errors import AclError as AclError
+    from .errors import AclnnArgumentError as AclnnArgumentError
+    from .errors import AclnnError as AclnnError
+    from .errors import AclnnTypeError as AclnnTypeError
+    from .errors import AclnnValueError as AclnnValueError
+    from .errors import ConvTbcError as ConvTbcError
+    from .errors import check as check
+    from .ops import conv_tbc_backward as conv_tbc_backward
 
 # Public name -> the submodule defining it, imported on first access (PEP 562):
 # importing any of them would load the library or numpy's extras.

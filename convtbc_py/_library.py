@@ -414,7 +414,10 @@ def _declarations(cdef: str) -> List[str]:
     depth = 0
     for line in cdef.splitlines(keepends=True):
         if depth == 0 and not "".join(current).strip() and line.lstrip().startswith("#"):
-            pieces.append(line)
+            # the line break before it stays, or the directive would join
+            # the previous declaration's line
+            pieces.append("".join(current) + line)
+            current = []
             continue
         for char in line:
             current.append(char)
