@@ -1,6 +1,7 @@
-"""convtbc: CANN's aclnnConvTbcBackward on the CPU, with CANN's C API.
+"""convtbc: CANN's aclnnConvTbc and aclnnConvTbcBackward on the CPU, with
+CANN's C API.
 
-`conv_tbc_backward` is the numpy front end. `ffi` and `lib` are the raw C API
+`conv_tbc` (the forward op) and `conv_tbc_backward` are the numpy front end. `ffi` and `lib` are the raw C API
 (generated from the shipped headers) for code written in CANN's style;
 `check` turns their status codes into `AclnnError` / `AclError`.
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers ("X as X":
     from .errors import AclnnValueError as AclnnValueError
     from .errors import ConvTbcError as ConvTbcError
     from .errors import check as check
+    from .ops import conv_tbc as conv_tbc
     from .ops import conv_tbc_backward as conv_tbc_backward
 
 # Public name -> the submodule defining it, imported on first access (PEP 562):
@@ -47,6 +49,7 @@ _LAZY: Dict[str, str] = {
     "AclnnValueError": "errors",
     "ConvTbcError": "errors",
     "check": "errors",
+    "conv_tbc": "ops",
     "conv_tbc_backward": "ops",
     "device_memory_guard": "emulation",
     "memory_checking": "emulation",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import threading
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -121,6 +121,43 @@ def _c_ordered(array: np.ndarray) -> np.ndarray:
     return array if array.flags.c_contiguous else array.copy(order="C")
 
 
+def _run(phase1: str, phase2: str, inputs: Sequence[Optional[np.ndarray]], outputs: Sequence[Optional[np.ndarray]],
+         arguments: Callable[[List[Any], List[Any]], Sequence[Any]]) -> None:
+    """Both phases of an operator on the device: `inputs` uploaded, the host
+    arrays `outputs` filled from the device afterwards (None: a NULL
+    tensor); `arguments(input_tensors, output_tensors)` gives phase 1's
+    arguments up to its workspaceSize and executor."""
+    lib, ffi = _library.lib, _library.ffi
+    _start_runtime()
+    # Every step registers its undoing, so nothing stays allocated whether
+    # the call succeeds, is refused or raises.
+    with contextlib.ExitStack() as cleanup:
+        stream = ffi.new("aclrtStream *")
+        check(lib.aclrtCreateStream(stream), AclError)
+        cleanup.callback(lib.aclrtDestroyStream, stream[0])
+        input_tensors = [ffi.NULL if a is None else _device_tensor(_c_ordered(a), True, cleanup)[1] for a in inputs]
+        on_device = [None if a is None else _device_tensor(a, False, cleanup) for a in outputs]
+        output_tensors = [ffi.NULL if d is None else d[1] for d in on_device]
+
+        workspace_size = ffi.new("uint64_t *")
+        executor = ffi.new("aclOpExecutor **")
+        recent_error_message()  # an error must report this call's messages only
+        check(getattr(lib, phase1)(*arguments(input_tensors, output_tensors), workspace_size, executor))
+        workspace = ffi.NULL
+        if workspace_size[0]:
+            memory = ffi.new("void **")
+            check(lib.aclrtMalloc(memory, workspace_size[0], lib.ACL_MEM_MALLOC_HUGE_FIRST), AclError)
+            workspace = memory[0]
+            cleanup.callback(lib.aclrtFree, workspace)
+        check(getattr(lib, phase2)(workspace, workspace_size[0], executor[0], stream[0]))
+        check(lib.aclrtSynchronizeStream(stream[0]), AclError)
+
+        for host, device in zip(outputs, on_device):
+            if host is not None and device is not None and host.nbytes:
+                check(lib.aclrtMemcpy(ffi.from_buffer(host), host.nbytes, device[0], host.nbytes,
+                                      lib.ACL_MEMCPY_DEVICE_TO_HOST), AclError)
+
+
 def conv_tbc_backward(
     operands: Sequence[Optional[np.ndarray]], pad: int, cube_math_type: int
 ) -> Tuple[Optional[np.ndarray], Optional[np.ndarray], Optional[np.ndarray]]:
@@ -128,36 +165,15 @@ def conv_tbc_backward(
     CANN backend, for `operands` = (grad_output, input, weight, bias). A None
     operand is passed as a NULL tensor, and its gradient (for input, weight,
     bias) is None."""
-    lib, ffi = _library.lib, _library.ffi
-    _start_runtime()
-    ordered = [None if a is None else _c_ordered(a) for a in operands]
-    grads = [None if a is None else np.empty(a.shape, a.dtype) for a in ordered[1:]]
-    # Every step registers its undoing, so nothing stays allocated whether
-    # the call succeeds, is refused or raises.
-    with contextlib.ExitStack() as cleanup:
-        stream = ffi.new("aclrtStream *")
-        check(lib.aclrtCreateStream(stream), AclError)
-        cleanup.callback(lib.aclrtDestroyStream, stream[0])
-        inputs = [ffi.NULL if a is None else _device_tensor(a, True, cleanup)[1] for a in ordered]
-        outputs = [None if g is None else _device_tensor(g, False, cleanup) for g in grads]
-        output_tensors = [ffi.NULL if o is None else o[1] for o in outputs]
-
-        workspace_size = ffi.new("uint64_t *")
-        executor = ffi.new("aclOpExecutor **")
-        recent_error_message()  # an error must report this call's messages only
-        check(lib.aclnnConvTbcBackwardGetWorkspaceSize(*inputs, pad, cube_math_type, *output_tensors,
-                                                       workspace_size, executor))
-        workspace = ffi.NULL
-        if workspace_size[0]:
-            memory = ffi.new("void **")
-            check(lib.aclrtMalloc(memory, workspace_size[0], lib.ACL_MEM_MALLOC_HUGE_FIRST), AclError)
-            workspace = memory[0]
-            cleanup.callback(lib.aclrtFree, workspace)
-        check(lib.aclnnConvTbcBackward(workspace, workspace_size[0], executor[0], stream[0]))
-        check(lib.aclrtSynchronizeStream(stream[0]), AclError)
-
-        for grad, output in zip(grads, outputs):
-            if grad is not None and output is not None and grad.nbytes:
-                check(lib.aclrtMemcpy(ffi.from_buffer(grad), grad.nbytes, output[0], grad.nbytes,
-                                      lib.ACL_MEMCPY_DEVICE_TO_HOST), AclError)
+    grads = [None if a is None else np.empty(a.shape, a.dtype) for a in operands[1:]]
+    _run("aclnnConvTbcBackwardGetWorkspaceSize", "aclnnConvTbcBackward", operands, grads,
+         lambda inputs, outputs: (*inputs, pad, cube_math_type, *outputs))
     return grads[0], grads[1], grads[2]
+
+
+def conv_tbc(operands: Sequence[Optional[np.ndarray]], out: np.ndarray, pad: int, cube_math_type: int) -> np.ndarray:
+    """`out` filled by aclnnConvTbc (the forward op) run on the CANN backend,
+    for `operands` = (input, weight, bias); a None operand is a NULL tensor."""
+    _run("aclnnConvTbcGetWorkspaceSize", "aclnnConvTbc", operands, [out],
+         lambda inputs, outputs: (*inputs, pad, outputs[0], cube_math_type))
+    return out

@@ -1,15 +1,17 @@
-"""numpy front end of aclnnConvTbcBackward.
+"""numpy front end of aclnnConvTbcBackward (`conv_tbc_backward`) and
+aclnnConvTbc (`conv_tbc`, the forward op).
 
-`conv_tbc_backward` works in three steps: it turns the Python arguments into
-ndarrays and checked integers (`_operands`, `_integer`), runs the operator
-on them in one call (`run_on_host`), and hands back the gradients. Errors of
-that call come back in the Python function's terms (errors.in_python_terms).
+Each works in three steps: it turns the Python arguments into ndarrays and
+checked integers (`_operands`, `_integer`), runs the operator on them in one
+call (`run_on_host`, `run_forward_on_host`), and hands back the results.
+Errors of that call come back in the Python function's terms
+(errors.in_python_terms, with the function's `_Signature`).
 
-`run_on_host` hands the arrays to the C API zero-copy: each becomes a
+The host runs hand the arrays to the C API zero-copy: each becomes a
 convtbcHostTensor whose storage is the 1-D span of memory the numpy view
 touches, with the view's strides in elements, and one call to
-convtbcConvTbcBackwardOnHost runs both phases on them (crossing into C once
-keeps small calls cheap). Argument checking is left to the C library on
+convtbcConvTbcBackwardOnHost (convtbcConvTbcOnHost) runs both phases on them
+(crossing into C once keeps small calls cheap). Argument checking is left to the C library on
 purpose, so that Python callers get exactly CANN's status codes.
 
 ml_dtypes is not imported here: its dtypes (bfloat16, float8_*) are known by
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import numpy.typing as npt
@@ -61,21 +63,39 @@ _ML_DTYPES_CODE_OF: Dict[str, int] = {
 ACCEPTED_DTYPES: Tuple[str, ...] = ("float32", "float16", "bfloat16")
 _OPERATOR_DTYPES = frozenset(ACCEPTED_DTYPES)
 
-_HOST_TENSORS = ffi.typeof("convtbcHostTensor[7]")  # parsed once: this is the per-call path
+_HOST_TENSORS = ffi.typeof("convtbcHostTensor[]")  # parsed once: this is the per-call path
 _MAX_DIMS = len(ffi.new("convtbcHostTensor *").dims)
 _INT64 = (-(2**63), 2**63 - 1)
 _INT8 = (-(2**7), 2**7 - 1)
 
-# The Python names of CANN's arguments, for error messages.
-_PYTHON_NAMES: Dict[str, str] = {
-    "self": "grad_output", "input": "input", "weight": "weight", "bias": "bias", "pad": "pad",
-    "cubeMathType": "cube_math_type", "gradInput": "grad_input", "gradWeight": "grad_weight",
-    "gradBias": "grad_bias",
-}
-_ARRAY_ARGUMENTS = ("grad_output", "input", "weight", "bias")
-_SHAPES = ("shapes: grad_output [T_out, B, C_out], input [T, B, C_in], weight [K, C_in, C_out], bias [C_out], "
-           "T_out = T + 2*pad + 1 - K")
-_USAGE: Dict[str, str] = {name: _SHAPES for name in _ARRAY_ARGUMENTS}
+class _Signature(NamedTuple):
+    """A Python function over an operator, for its error messages: its name,
+    its array arguments in order, CANN's argument names in Python's words,
+    and the shapes it takes (told with value errors)."""
+
+    function: str
+    arrays: Tuple[str, ...]
+    python_names: Dict[str, str]
+    shapes: str
+
+    @property
+    def usage(self) -> Dict[str, str]:
+        return {name: self.shapes for name in self.arrays}
+
+
+_BACKWARD = _Signature(
+    "conv_tbc_backward", ("grad_output", "input", "weight", "bias"),
+    {"self": "grad_output", "input": "input", "weight": "weight", "bias": "bias", "pad": "pad",
+     "cubeMathType": "cube_math_type", "gradInput": "grad_input", "gradWeight": "grad_weight",
+     "gradBias": "grad_bias"},
+    "shapes: grad_output [T_out, B, C_out], input [T, B, C_in], weight [K, C_in, C_out], bias [C_out], "
+    "T_out = T + 2*pad + 1 - K")
+_FORWARD = _Signature(
+    "conv_tbc", ("input", "weight", "bias"),
+    {"self": "input", "weight": "weight", "bias": "bias", "out": "the result", "pad": "pad",
+     "cubeMathType": "cube_math_type"},
+    "shapes: input [T, B, C_in], weight [K, C_in, C_out], bias [C_out]; the result is [T_out, B, C_out], "
+    "T_out = T + 2*pad + 1 - K")
 
 
 def acl_dtype(dtype: np.dtype) -> int:
@@ -90,7 +110,7 @@ def acl_dtype(dtype: np.dtype) -> int:
     raise TypeError(f"dtype {dtype} has no ACL equivalent")
 
 
-def _operands(values: Sequence[Any]) -> List[Optional[np.ndarray]]:
+def _operands(signature: _Signature, values: Sequence[Any]) -> List[Optional[np.ndarray]]:
     """The array arguments as native-order ndarrays ACL can name (None stays None).
 
     Python lists, tuples and numbers have no dtype of their own: they take
@@ -111,27 +131,27 @@ def _operands(values: Sequence[Any]) -> List[Optional[np.ndarray]]:
                 if value is not None:
                     dtypeless.append(index)
                 continue
-            value = _converted(index, value, None)
-        arrays.append(_named(index, value))
+            value = _converted(signature, index, value, None)
+        arrays.append(_named(signature, index, value))
     if dtypeless:
         given = next((a.dtype for a in arrays if a is not None), None)
         dtype = given if given is not None and given.name in _OPERATOR_DTYPES else np.dtype(np.float32)
         for index in dtypeless:
-            arrays[index] = _named(index, _converted(index, values[index], dtype))
+            arrays[index] = _named(signature, index, _converted(signature, index, values[index], dtype))
     return arrays
 
 
-def _named(index: int, array: np.ndarray) -> np.ndarray:
+def _named(signature: _Signature, index: int, array: np.ndarray) -> np.ndarray:
     """`array` in native byte order; TypeError naming the argument if ACL
     has no name for its dtype."""
     if array.dtype not in _CODE_OF:
         try:
             acl_dtype(array.dtype)
         except TypeError:
-            name = _ARRAY_ARGUMENTS[index]
+            name, function = signature.arrays[index], signature.function
             raise TypeError(
-                f"conv_tbc_backward: {name} has dtype {array.dtype}, which ACL has no type for; "
-                f"conv_tbc_backward accepts {', '.join(ACCEPTED_DTYPES)}: pass e.g. {name}.astype(np.float32)"
+                f"{function}: {name} has dtype {array.dtype}, which ACL has no type for; "
+                f"{function} accepts {', '.join(ACCEPTED_DTYPES)}: pass e.g. {name}.astype(np.float32)"
             ) from None
     if not array.dtype.isnative:
         # Byte order is a storage detail; the values are what the caller means.
@@ -139,29 +159,29 @@ def _named(index: int, array: np.ndarray) -> np.ndarray:
     return array
 
 
-def _converted(index: int, value: Any, dtype: Optional[np.dtype]) -> np.ndarray:
+def _converted(signature: _Signature, index: int, value: Any, dtype: Optional[np.dtype]) -> np.ndarray:
     try:
         return np.asarray(value, dtype=dtype)
     except (TypeError, ValueError) as exc:
-        name = _ARRAY_ARGUMENTS[index]
-        raise type(exc)(f"conv_tbc_backward: {name} is not an array of numbers: {exc}") from exc
+        name = signature.arrays[index]
+        raise type(exc)(f"{signature.function}: {name} is not an array of numbers: {exc}") from exc
 
 
-def _integer(name: str, value: Any, bounds: Tuple[int, int], kind: str) -> int:
+def _integer(function: str, name: str, value: Any, bounds: Tuple[int, int], kind: str) -> int:
     """`value` as an int for a C parameter of type `kind`: a true integer
     (Python or numpy; bools and floats are refused) within `bounds`."""
     if type(value) is int and bounds[0] <= value <= bounds[1]:
         return value  # the usual case, decided cheaply
     if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"conv_tbc_backward: {name} must be an integer, got a bool ({value!r})")
+        raise TypeError(f"{function}: {name} must be an integer, got a bool ({value!r})")
     try:
         number = operator.index(value)
     except TypeError:
         raise TypeError(
-            f"conv_tbc_backward: {name} must be an integer, got {type(value).__name__} ({value!r})"
+            f"{function}: {name} must be an integer, got {type(value).__name__} ({value!r})"
         ) from None
     if not bounds[0] <= number <= bounds[1]:
-        raise OverflowError(f"conv_tbc_backward: {name}={number} does not fit CANN's {kind} {name}")
+        raise OverflowError(f"{function}: {name}={number} does not fit CANN's {kind} {name}")
     return number
 
 
@@ -246,27 +266,71 @@ def conv_tbc_backward(
     raise plain TypeError (not an integer, a dtype ACL has no type for, not
     numbers) or OverflowError (an integer beyond its C type).
     """
-    arrays = _operands((grad_output, input, weight, bias))
-    pad = _integer("pad", pad, _INT64, "int64_t")
-    cube_math_type = _integer("cube_math_type", cube_math_type, _INT8, "int8_t")
+    arrays = _operands(_BACKWARD, (grad_output, input, weight, bias))
+    pad = _integer(_BACKWARD.function, "pad", pad, _INT64, "int64_t")
+    cube_math_type = _integer(_BACKWARD.function, "cube_math_type", cube_math_type, _INT8, "int8_t")
     try:
         return run_on_host(arrays[0], arrays[1], arrays[2], arrays[3], pad, cube_math_type)
     except AclnnError as error:
-        raise _in_python_terms(error, arrays) from None
+        raise _in_python_terms(_BACKWARD, error, arrays) from None
 
 
-def _in_python_terms(error: AclnnError, arrays: Sequence[Optional[np.ndarray]]) -> AclnnError:
-    translated = in_python_terms(error, "conv_tbc_backward", _PYTHON_NAMES, _USAGE)
+def conv_tbc(
+    input: npt.ArrayLike,
+    weight: npt.ArrayLike,
+    bias: npt.ArrayLike,
+    pad: int,
+    *,
+    cube_math_type: int = 0,
+) -> npt.NDArray[Any]:
+    """The TBC convolution (CANN's aclnnConvTbc): out `[T_out, B, C_out]`,
+
+        out[t, b, o] = bias[o] + sum_k sum_c xp[t + k, b, c] * weight[k, c, o]
+
+    with xp = `input` `[T, B, C_in]` between `pad` zero steps at each end,
+    `weight` `[K, C_in, C_out]`, `bias` `[C_out]`, `T_out = T + 2*pad + 1 - K`.
+    `input` and `weight` share one dtype, float32, float16 or
+    ml_dtypes.bfloat16 (not on the Ascend910 training series), which is
+    out's; bias may be any of the three. Any strides. `cube_math_type` is
+    CANN's cubeMathType (0 KEEP_DTYPE, 1 ALLOW_FP32_DOWN_PRECISION,
+    2 USE_FP16, 3 USE_HF32, 4 USE_FP32_ADD). Array-likes, `pad` and errors as
+    for conv_tbc_backward; CANN's checker refuses calls with
+    `T + pad < K` (one-sided) and `K = 0` even where the result exists, and
+    so does this function.
+    """
+    arrays = _operands(_FORWARD, (input, weight, bias))
+    pad = _integer(_FORWARD.function, "pad", pad, _INT64, "int64_t")
+    cube_math_type = _integer(_FORWARD.function, "cube_math_type", cube_math_type, _INT8, "int8_t")
+    try:
+        return run_forward_on_host(arrays[0], arrays[1], arrays[2], pad, cube_math_type)
+    except AclnnError as error:
+        raise _in_python_terms(_FORWARD, error, arrays) from None
+
+
+def _in_python_terms(signature: _Signature, error: AclnnError, arrays: Sequence[Optional[np.ndarray]]) -> AclnnError:
+    translated = in_python_terms(error, signature.function, signature.python_names, signature.usage)
     if translated is error:
         # The one refusal that names no argument: more dims than a
         # convtbcHostTensor holds. CANN would say the rank is wrong, so say that.
-        for name, array in zip(_ARRAY_ARGUMENTS, arrays):
+        for name, array in zip(signature.arrays, arrays):
             if array is not None and array.ndim > _MAX_DIMS:
                 wanted = 1 if name == "bias" else 3
                 return AclnnValueError(
                     error.status, error.name, error.message, name,
-                    f"conv_tbc_backward: {name} should be {wanted}-dimensional, got {array.ndim} dims ({_SHAPES})")
+                    f"{signature.function}: {name} should be {wanted}-dimensional, got {array.ndim} dims "
+                    f"({signature.shapes})")
     return translated
+
+
+def _on_host(function: Any, arrays: Sequence[Optional[np.ndarray]],
+             arguments: Callable[[List[Any]], Sequence[Any]]) -> None:
+    """Calls the convtbc*OnHost `function` with `arrays` as host tensors (None
+    passes NULL), `arguments(tensors)` giving its argument list."""
+    recent_error_message()  # drop stale messages so an error reports only this call
+    keep_alive: List[Any] = []
+    tensors = ffi.new(_HOST_TENSORS, [() if a is None else _host_tensor(a, keep_alive) for a in arrays])
+    check(function(*arguments([ffi.NULL if a is None else tensors + i for i, a in enumerate(arrays)])))
+    del keep_alive  # only now: the C side held these addresses until here
 
 
 def run_on_host(
@@ -284,23 +348,41 @@ def run_on_host(
     terms, for what the operator refuses.
     """
     operands = (grad_output, input, weight, bias)
-    grads = [None if a is None else np.empty(a.shape, dtype=a.dtype) for a in operands[1:]]
-
-    recent_error_message()  # drop stale messages so an error reports only this call
     if _library.backend() == "cann":  # a CANN toolkit: device memory and CANN's public API only
         from ._cann import conv_tbc_backward as on_cann
 
         return on_cann(operands, pad, cube_math_type)  # type: ignore[return-value]
-    arrays = operands + tuple(grads)
-    keep_alive: List[Any] = []
-    tensors = ffi.new(_HOST_TENSORS, [() if a is None else _host_tensor(a, keep_alive) for a in arrays])
-    self_, input_, weight_, bias_, grad_input, grad_weight, grad_bias = (
-        ffi.NULL if a is None else tensors + i for i, a in enumerate(arrays)
-    )
-    check(
-        lib.convtbcConvTbcBackwardOnHost(
-            self_, input_, weight_, bias_, pad, cube_math_type, grad_input, grad_weight, grad_bias
-        )
-    )
-    del keep_alive  # only now: the C side held these addresses until here
-    return tuple(grads)  # type: ignore[return-value]
+    grads = tuple(None if a is None else np.empty(a.shape, dtype=a.dtype) for a in operands[1:])
+    _on_host(lib.convtbcConvTbcBackwardOnHost, operands + grads,
+             lambda t: (t[0], t[1], t[2], t[3], pad, cube_math_type, t[4], t[5], t[6]))
+    return grads  # type: ignore[return-value]
+
+
+def _forward_out(input: Optional[np.ndarray], weight: Optional[np.ndarray], pad: int) -> np.ndarray:
+    """The result array of conv_tbc, in input's dtype. Shapes the operator
+    will refuse still give an array (of what can be told, else empty), so
+    that it, not Python, reports what is wrong."""
+    dtype = input.dtype if input is not None else np.dtype(np.float32)
+    if input is None or weight is None or input.ndim != 3 or weight.ndim != 3:
+        return np.empty((0, 0, 0), dtype)
+    t_out = input.shape[0] + 2 * pad + 1 - weight.shape[0]
+    return np.empty((max(t_out, 0), input.shape[1], weight.shape[2]), dtype)
+
+
+def run_forward_on_host(
+    input: Optional[np.ndarray],
+    weight: Optional[np.ndarray],
+    bias: Optional[np.ndarray],
+    pad: int,
+    cube_math_type: int,
+) -> npt.NDArray[Any]:
+    """aclnnConvTbc on host ndarrays (None passes NULL), in one C call, as
+    run_on_host does for the backward op."""
+    operands = (input, weight, bias)
+    out = _forward_out(input, weight, pad)
+    if _library.backend() == "cann":
+        from ._cann import conv_tbc as on_cann
+
+        return on_cann(operands, out, pad, cube_math_type)
+    _on_host(lib.convtbcConvTbcOnHost, operands + (out,), lambda t: (t[0], t[1], t[2], pad, cube_math_type, t[3]))
+    return out

@@ -447,3 +447,38 @@ def test_sibling_functions_refuse():
                                                   ffi.NULL, 1, ffi.NULL, 0, size, executor)
     assert status == INVALID and "aclnnConvTbc" in recent_msg()
     assert lib.aclnnConvDepthwise2d(ffi.NULL, 0, ffi.NULL, ffi.NULL) == INVALID
+
+
+# ---------------------------------------------------------------- numpy API
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("pad", [0, 2])
+def test_numpy_conv_tbc(dtype, pad):
+    """convtbc_py.conv_tbc: out in input's dtype, views taken as they are,
+    bias in its own dtype."""
+    rng = np.random.default_rng(21)
+    x, w, b = operands(rng, 12, 5, 7, 3, 6, dtype, bias_dtype=F32)
+    views = (x, np.asfortranarray(w), b)                      # weight column-major
+    strided = (np.repeat(x, 2, axis=2)[:, :, ::2], w, b[::-1].copy()[::-1])  # every other channel
+    for args in ((x, w, b), views, strided):
+        got = convtbc_py.conv_tbc(*args, pad)
+        assert got.dtype == dtype and got.shape == (12 + 2 * pad - 2, 5, 6)
+        assert rel_error(got, conv_tbc_ref(x, w, b, pad)) <= REL_BOUND[dtype]
+
+
+def test_numpy_conv_tbc_errors_speak_python():
+    x, w, b = np.ones((5, 2, 3)), np.ones((3, 3, 4), np.float32), np.ones(4, np.float32)
+    with pytest.raises(convtbc_py.AclnnTypeError) as error:
+        convtbc_py.conv_tbc(x, w, b, 1)  # float64 input
+    assert error.value.status == INVALID and error.value.argument == "input"
+    assert "input" in str(error.value) and "float32" in str(error.value) and "astype" in str(error.value)
+    assert "DT_DOUBLE" in error.value.message  # CANN's own text stays available
+    with pytest.raises(TypeError):
+        convtbc_py.conv_tbc(x.astype(np.float32), w, b, True)
+    with pytest.raises(convtbc_py.AclnnValueError) as error:
+        convtbc_py.conv_tbc(x.astype(np.float32), w[:, :2], b, 1)
+    assert error.value.argument in ("input", "weight") and "C_in" in str(error.value)
+    # lists take the other arguments' dtype (float16 here), not float64
+    got = convtbc_py.conv_tbc([[[1.0, 2.0]]], np.ones((1, 2, 1), np.float16), [0.5], 0)
+    assert got.dtype == np.float16 and float(got[0, 0, 0]) == 3.5

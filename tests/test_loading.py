@@ -165,6 +165,10 @@ def run(cases):
         arrays = operands(T, B, C_in, K, C_out, pad, dtypes, views, seed)
         for grad_name, grad in zip(("gi", "gw", "gb"), convtbc_py.conv_tbc_backward(*arrays, pad, cube_math_type=cube)):
             out[f"{name}/{grad_name}"] = (str(grad.dtype), grad.shape, grad.tobytes().hex())
+        x, w, b = arrays[1:]
+        if x.dtype == w.dtype and T + pad >= K:  # what the forward op takes
+            y = convtbc_py.conv_tbc(x, w, b, pad, cube_math_type=cube)
+            out[f"{name}/out"] = (str(y.dtype), y.shape, y.tobytes().hex())
     return out
 
 
@@ -178,10 +182,11 @@ def errors():
         "bias": (g, x, w, b[:3], 1),
         "null_input": (g, None, w, b, 1),
     }
+    forward = {"forward_channels": (x, w[:, :2], b, 1), "forward_pad": (x, w, b, -1)}
     out = {}
-    for name, args in calls.items():
+    for name, args in list(calls.items()) + list(forward.items()):
         try:
-            convtbc_py.conv_tbc_backward(*args)
+            (convtbc_py.conv_tbc if name in forward else convtbc_py.conv_tbc_backward)(*args)
             out[name] = None
         except convtbc_py.ConvTbcError as e:
             # The PID/timestamp of the log line is not part of what is compared.
@@ -215,7 +220,8 @@ def test_cann_backend_is_bit_identical_to_the_builtin_one(builtin_results, cann_
     builtin, _, builtin_mapped = builtin_results
     cann, _, cann_mapped = cann_results
     assert (builtin_mapped, cann_mapped) == (False, True)
-    assert sorted(cann) == sorted(builtin) and len(cann) == 3 * len(CASES)
+    forward = [key for key in builtin if key.endswith("/out")]
+    assert sorted(cann) == sorted(builtin) and len(cann) == 3 * len(CASES) + len(forward) and len(forward) >= 8
     differing = [key for key in builtin if cann[key] != builtin[key]]
     assert not differing
 
