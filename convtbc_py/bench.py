@@ -1,14 +1,18 @@
-"""Benchmark conv_tbc_backward against PyTorch's CPU kernel and numpy's sgemm.
+"""Benchmark the ops against PyTorch's CPU kernels and numpy's sgemm.
 
-    convtbc bench [--max-flops 2e10] [--reps 5] [--out bench-results]
+    convtbc bench [--op backward|forward|step] [--max-flops 2e10] [--reps 5] [--out bench-results]
     convtbc bench --random 40 --seed 1 [--max-flops 2e10] ...
 
 For each problem size (CANN's system-test shapes shipped in
 data/st_shapes.tsv, or --random shapes drawn from CANN's system-test ranges,
 plus a few square GEMM-like cases; every case above --max-flops is left out)
-it times, interleaved in one process: convtbc (numpy API),
-torch.ops.aten.conv_tbc_backward (when torch is installed) and a square
-numpy float32 matmul of the same FLOPs (the machine's practical peak).
+it times, interleaved in one process: convtbc (numpy API), PyTorch (when
+installed) and a square numpy float32 matmul of the same FLOPs (the
+machine's practical peak). --op picks what is timed: the backward op
+(conv_tbc_backward against torch.ops.aten.conv_tbc_backward), the forward
+op (conv_tbc against torch.conv_tbc) or one training step, forward then
+backward, against torch's two; shapes CANN's forward checker refuses
+(T + pad < K) are left out of the forward and step runs.
 Medians of --reps runs; the spread is the min..max of our runs. It writes
 results.md, results.json and, with matplotlib, speedup.png to --out, and
 prints a summary with geometric means per dtype; with --random also the
@@ -31,6 +35,7 @@ seed gives the same shapes on any machine and Python version.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -49,7 +54,7 @@ import numpy as np
 
 from ._library import ffi, lib
 from .errors import check
-from .ops import conv_tbc_backward
+from .ops import conv_tbc, conv_tbc_backward
 
 SHAPES_FILE = Path(__file__).resolve().parent / "data" / "st_shapes.tsv"
 
@@ -65,6 +70,10 @@ SQUARE_CASES = (
 
 DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 
+# Multiply-adds x2 per (t_out, b, c_in, c_out, k): the forward op's GEMM,
+# the backward op's two (gradInput, gradWeight), a training step's three.
+OP_FLOPS = {"backward": 4, "forward": 2, "step": 6}
+
 
 @dataclass
 class Shape:
@@ -76,6 +85,7 @@ class Shape:
     pad: int
     dtype: str
     source: str = "st_shapes"
+    op: str = "backward"
 
     @property
     def t_out(self) -> int:
@@ -83,8 +93,12 @@ class Shape:
 
     @property
     def flops(self) -> int:
-        # gradInput and gradWeight: two multiply-adds per (t_out, b, c_in, c_out, k)
-        return 4 * self.t_out * self.b * self.c_in * self.c_out * self.k
+        return OP_FLOPS[self.op] * self.t_out * self.b * self.c_in * self.c_out * self.k
+
+    @property
+    def forward_refused(self) -> bool:
+        """CANN's forward checker refuses T + pad < K (its one-sided pad check)."""
+        return self.t + self.pad < self.k
 
     def label(self) -> str:
         return f"T{self.t} B{self.b} Ci{self.c_in} K{self.k} Co{self.c_out} p{self.pad} {self.dtype}"
@@ -176,7 +190,9 @@ def write_shapes(shapes: Sequence[Shape], path: Path, origin: str) -> None:
     lines = [f"# {origin}",
              "# flops = 4*T_out*B*C_in*C_out*K (gradInput + gradWeight multiply-adds, x2).",
              "T\tB\tC_in\tK\tC_out\tpad\tdtype\tflops"]
-    lines += ["\t".join(str(v) for v in (s.t, s.b, s.c_in, s.k, s.c_out, s.pad, s.dtype, s.flops)) for s in shapes]
+    # flops as the format has them (the backward op's), whatever op was timed
+    lines += ["\t".join(str(v) for v in (s.t, s.b, s.c_in, s.k, s.c_out, s.pad, s.dtype,
+                                          dataclasses.replace(s, op="backward").flops)) for s in shapes]
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -190,18 +206,31 @@ def _inputs(shape: Shape, rng: np.random.Generator):
             make(shape.k, shape.c_in, shape.c_out), make(shape.c_out))
 
 
+def _ours_runner(shape: Shape, arrays) -> Callable[[], object]:
+    g, x, w, b = arrays
+    if shape.op == "forward":
+        return lambda: conv_tbc(x, w, b, shape.pad)
+    if shape.op == "step":
+        return lambda: (conv_tbc(x, w, b, shape.pad), conv_tbc_backward(g, x, w, b, shape.pad))
+    return lambda: conv_tbc_backward(g, x, w, b, shape.pad)
+
+
 def _torch_runner(shape: Shape, arrays) -> Optional[Callable[[], object]]:
     try:
         import torch
     except ImportError:
         return None
     torch_dtype = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[shape.dtype]
-    tensors = [torch.from_numpy(np.asarray(a, dtype=np.float32)).to(torch_dtype) for a in arrays]
-    op = torch.ops.aten.conv_tbc_backward
+    g, x, w, b = [torch.from_numpy(np.asarray(a, dtype=np.float32)).to(torch_dtype) for a in arrays]
+    forward, backward = torch.conv_tbc, torch.ops.aten.conv_tbc_backward
 
     def run() -> object:
         with torch.no_grad():
-            return op(tensors[0], tensors[1], tensors[2], tensors[3], shape.pad)
+            if shape.op == "forward":
+                return forward(x, w, b, shape.pad)
+            if shape.op == "step":
+                return forward(x, w, b, shape.pad), backward(g, x, w, b, shape.pad)
+            return backward(g, x, w, b, shape.pad)
 
     return run
 
@@ -269,7 +298,7 @@ def run(shapes: Sequence[Shape], reps: int = 5, progress: bool = False, seed: in
     bar = Progress(len(shapes), progress)
     for shape in shapes:
         arrays = _inputs(shape, rng)
-        ours = lambda: conv_tbc_backward(*arrays, shape.pad)  # noqa: E731
+        ours = _ours_runner(shape, arrays)
         torch_run = _torch_runner(shape, arrays)
         sgemm = _sgemm_runner(shape.flops, rng)
         ours()  # warm up: first-touch pages, thread pools
@@ -352,7 +381,7 @@ def phase2_overhead_us(calls: int = PHASE2_CALLS, batches: int = PHASE2_BATCHES)
 def time_ours(shape: Shape, seed: int = 0) -> float:
     """Seconds per call of ours alone on `shape` (after the settling pause)."""
     arrays = _inputs(shape, np.random.default_rng(seed))
-    return _time(lambda: conv_tbc_backward(*arrays, shape.pad))
+    return _time(_ours_runner(shape, arrays))
 
 
 def thread_scaling(reps: int = 5) -> Dict[str, List[float]]:
@@ -434,7 +463,8 @@ def plot(results: Sequence[Result], path: Path) -> bool:
     bottom.set_xticklabels([r.shape.label() for r in rows], rotation=90, fontsize=6)
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colors.values()]
     top.legend(handles, list(colors), loc="upper left")
-    top.set_title("convtbc conv_tbc_backward, shapes by FLOPs")
+    ops = sorted({r.shape.op for r in results})
+    top.set_title(f"convtbc {', '.join(ops)} vs torch, shapes by FLOPs")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -448,6 +478,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="convtbc bench", description=paragraphs[0], epilog=paragraphs[-1],
                                      formatter_class=DefaultsHelpFormatter)
     # A string default is parsed like the command line's, and --help shows it as written.
+    parser.add_argument("--op", choices=sorted(OP_FLOPS), default="backward",
+                        help="what is timed: the backward op, the forward op, or a training step (both)")
     parser.add_argument("--max-flops", type=float, default="2e10",
                         help="leave out every case above this many FLOPs (shared, random and square); "
                              "the cap of the --random draw")
@@ -470,13 +502,17 @@ def _parser() -> argparse.ArgumentParser:
 def select_shapes(args: argparse.Namespace) -> List[Shape]:
     """The cases a parsed command line asks for, in the order they are timed."""
     dtypes = [d for d in DTYPES if not args.dtype or d in args.dtype]
+    # Drawn and listed as for the backward op (so a seed gives the same
+    # shapes whatever --op), then capped by the FLOPs of the op timed.
     if args.random is not None:
         shapes = draw_shapes(args.random, args.seed, args.max_flops, dtypes)
     else:
-        shapes = load_shapes(args.shapes or SHAPES_FILE, args.max_flops)
+        shapes = load_shapes(args.shapes or SHAPES_FILE, math.inf)
     if not args.no_square:
-        shapes += square_shapes(args.max_flops)
-    return [s for s in shapes if s.dtype in dtypes]
+        shapes += square_shapes()
+    op = getattr(args, "op", "backward")
+    shapes = [dataclasses.replace(s, op=op) for s in shapes if s.dtype in dtypes]
+    return [s for s in shapes if s.flops <= args.max_flops and not (op != "backward" and s.forward_refused)]
 
 
 def main(argv: List[str]) -> int:
@@ -491,6 +527,8 @@ def main(argv: List[str]) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     command = "convtbc bench " + " ".join(argv)
+    if not shapes:
+        parser.error("no case left: every shape is above --max-flops (or refused by the forward op)")
     args.out.mkdir(parents=True, exist_ok=True)
     if args.random is not None:
         write_shapes([s for s in shapes if s.source == "random"], args.out / "shapes.tsv",

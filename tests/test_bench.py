@@ -5,6 +5,7 @@ benchmark itself, not here.) Then the case selection: `--random` draws from
 CANN's system-test ranges, the same shapes for a seed anywhere, and
 `--max-flops` caps every case."""
 
+import importlib.util
 import json
 import math
 import subprocess
@@ -153,3 +154,28 @@ def test_random_run_writes_shapes_that_repeat_it(convtbc_cli, tmp_path):
     header = (out / "shapes.tsv").read_text().splitlines()
     assert header[2] == "T\tB\tC_in\tK\tC_out\tpad\tdtype\tflops"
     assert all(int(line.split("\t")[-1]) == _flops(s) for line, s in zip(header[3:], drawn))
+
+
+def test_op_selects_flops_and_leaves_out_what_the_forward_op_refuses():
+    parser = bench._parser()
+    shapes = {op: bench.select_shapes(parser.parse_args(["--op", op, "--max-flops", "1e30"]))
+              for op in ("backward", "forward", "step")}
+    refused = [s for s in shapes["backward"] if s.forward_refused]
+    assert len(shapes["forward"]) == len(shapes["step"]) == len(shapes["backward"]) - len(refused)
+    for forward, step in zip(shapes["forward"], shapes["step"]):
+        assert forward.t + forward.pad >= forward.k
+        per_position = forward.t_out * forward.b * forward.c_in * forward.c_out * forward.k
+        assert (forward.op, forward.flops, step.op, step.flops) == ("forward", 2 * per_position, "step", 6 * per_position)
+
+
+@pytest.mark.slow
+def test_forward_and_step_runs(convtbc_cli, tmp_path):
+    for op in ("forward", "step"):
+        out = tmp_path / op
+        p = subprocess.run([convtbc_cli, "bench", "--op", op, "--max-flops", "3e6", "--reps", "1", "--no-square",
+                            "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert p.returncode == 0, p.stdout + p.stderr
+        report = json.loads((out / "results.json").read_text())
+        assert report["results"] and {row["shape"]["op"] for row in report["results"]} == {op}
+        if importlib.util.find_spec("torch"):
+            assert all(row["speedup_vs_torch"] for row in report["results"])
