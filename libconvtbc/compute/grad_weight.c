@@ -37,19 +37,18 @@ static gw_shape shape_of(const ctbc_run *run)
     return s;
 }
 
-int64_t ctbc_grad_weight_tiles(const ctbc_run *run)
+static int64_t gw_tiles(const ctbc_run *run)
 {
     const gw_shape s = shape_of(run);
     return s.tiles_m * s.tiles_n * ctbc_ceil_div(run->problem->k, run->blocking.gw_kg);
 }
 
-/* Reduction rows [lo, hi) of tap k: those t with pad <= t + k < pad + t_in. */
+/* Reduction rows [lo, hi) of tap k: the rows of its grad_output steps. */
 static void tap_rows(const ctbc_problem *p, int64_t k, int64_t *lo, int64_t *hi)
 {
-    const int64_t t_lo = ctbc_clamp(p->pad - k, 0, p->t_out);
-    const int64_t t_hi = ctbc_clamp(p->pad + p->t - k, t_lo, p->t_out);
-    *lo = t_lo * p->b;
-    *hi = t_hi * p->b;
+    const ctbc_range s = ctbc_tap_steps(p, k);
+    *lo = s.lo * p->b;
+    *hi = s.hi * p->b;
 }
 
 /*
@@ -248,9 +247,8 @@ static void taps_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
     memset(cbuf, 0, (size_t)(pairs_p * nbp) * sizeof(float));
 
     /* input rows tap k reaches: [lo(k), hi(k)), both increasing in k */
-#define TAP_LO(k) ctbc_clamp(((k) - pad) * b_size, 0, input_rows)
-#define TAP_HI(k) ctbc_clamp(((k) - pad) * b_size + g_rows, 0, input_rows)
-    const int64_t x_lo = TAP_LO(k0), x_hi = TAP_HI(k1 - 1);
+    const int64_t x_lo = ctbc_tap_input_steps(p, k0).lo * b_size;
+    const int64_t x_hi = ctbc_tap_input_steps(p, k1 - 1).hi * b_size;
     const int64_t n_blocks = x_hi > x_lo ? ctbc_ceil_div(x_hi - x_lo, bl->gw_kc) : 0;
     const int64_t block_rows = n_blocks ? ctbc_ceil_div(x_hi - x_lo, n_blocks) : 0;
     for (int64_t x0 = x_lo; x0 < x_hi; x0 += block_rows) {
@@ -276,8 +274,9 @@ static void taps_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
                 int64_t lo[CTBC_MR_MAX], hi[CTBC_MR_MAX];
                 for (int64_t i = 0; i < n_real; i++) {
                     const int64_t k = k0 + (r0 + i) / c_out;
-                    lo[i] = TAP_LO(k);
-                    hi[i] = TAP_HI(k);
+                    const ctbc_range x = ctbc_tap_input_steps(p, k);
+                    lo[i] = x.lo * b_size;
+                    hi[i] = x.hi * b_size;
                 }
                 plan_pair_tile(&plans[q], n_real, lo, hi, x0, x1);
             }
@@ -300,17 +299,12 @@ static void taps_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
             }
         }
     }
-#undef TAP_LO
-#undef TAP_HI
 
     /* per tap: a [c_out x nb] tile of grad_weight[k] (stored transposed) */
     const ctbc_layout *gw = &p->grad_weight;
-    for (int64_t k = k0; k < k1; k++) {
-        void *out = ctbc_element_ptr(run->grad_weight, gw->dtype, k * gw->stride[0] + n0 * gw->stride[1]);
-        ctbc_store_tile(out, gw->dtype, cbuf + (k - k0) * c_out * nbp, nbp, c_out, nb, 0, INT64_MAX, 0,
-                        gw->stride[2], gw->stride[1], ctbc_store16_for(run->kernel, gw->dtype),
-                        run->kernel->transpose);
-    }
+    for (int64_t k = k0; k < k1; k++)
+        ctbc_write_tile(&run->gw_o_rows, k * gw->stride[0] + n0 * gw->stride[1],
+                        cbuf + (k - k0) * c_out * nbp, nbp, c_out, nb, 0);
 }
 
 /* C row 0 (y) += the mr side's column 0 against every strip of the nr side
@@ -335,12 +329,8 @@ static void gemv_row(const ctbc_kernel *kern, const side *mside, const side *nsi
     }
 }
 
-void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)
+static void gemm_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)
 {
-    if (run->blocking.gw_taps) {
-        taps_tile(run, tile, scratch);
-        return;
-    }
     const ctbc_problem *p = run->problem;
     const ctbc_blocking *bl = &run->blocking;
     const ctbc_kernel *kern = run->kernel;
@@ -358,7 +348,7 @@ void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch
     const int64_t b_size = p->b, kc = bl->gw_kc;
 
     /* a single output channel on the mr side: one row of C, a GEMV */
-    const int one_row = o_on_m && s.m_size == 1;
+    const int one_row = bl->gw_gemv;
 
     /* Rows any tap of the group needs: tap k1-1 starts lowest, k0 ends highest. */
     int64_t u_lo, u_hi, unused;
@@ -438,13 +428,64 @@ void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch
     }
 
     const ctbc_layout *gw = &p->grad_weight;
-    for (int64_t k = k0; k < k1; k++) {
-        const float *ck = cbuf + (k - k0) * mbp * nbp;
-        /* rows of the tile are c (or o), a one-level row index */
-        const int64_t rs = o_on_m ? gw->stride[2] : gw->stride[1];
-        const int64_t cs = o_on_m ? gw->stride[1] : gw->stride[2];
-        void *out = ctbc_element_ptr(run->grad_weight, gw->dtype, k * gw->stride[0] + n0 * cs);
-        ctbc_store_tile(out, gw->dtype, ck, nbp, mb, nb, m0, INT64_MAX, 0, rs, cs,
-                        ctbc_store16_for(run->kernel, gw->dtype), run->kernel->transpose);
-    }
+    /* rows of the tile are c (or o), columns o (or c) */
+    const ctbc_writer *out = o_on_m ? &run->gw_o_rows : &run->gw_c_rows;
+    for (int64_t k = k0; k < k1; k++)
+        ctbc_write_tile(out, k * gw->stride[0] + n0 * out->cs, cbuf + (k - k0) * mbp * nbp, nbp, mb, nb, m0);
 }
+
+/* The implementations (see driver.h). Cost: the time per multiply-add goes
+ * as 1 / (share of the micro-tile's side the problem fills). */
+
+static double cost_c_on_m(const ctbc_problem *p, const ctbc_context *ctx)
+{
+    return 1.0 / ctbc_fill(ctbc_max(p->c_out, 1), ctx->kernel->nr);
+}
+
+static double cost_o_on_m(const ctbc_problem *p, const ctbc_context *ctx)
+{
+    return 1.0 / ctbc_fill(ctbc_max(p->c_out, 1), ctx->kernel->mr);
+}
+
+static int applies_pairs(const ctbc_problem *p, const ctbc_context *ctx)
+{
+    (void)ctx;
+    return p->c_out >= 1;
+}
+
+static int applies_gemv(const ctbc_problem *p, const ctbc_context *ctx)
+{
+    (void)ctx;
+    return p->c_out == 1;
+}
+
+static void plan_c_on_m(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
+{
+    ctbc_plan_gw_gemm(p, ctx, 0, bl);
+}
+
+static void plan_o_on_m(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
+{
+    ctbc_plan_gw_gemm(p, ctx, 1, bl);
+}
+
+static void plan_gemv(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
+{
+    ctbc_plan_gw_gemm(p, ctx, 1, bl);
+    bl->gw_gemv = 1;
+}
+
+double ctbc_cost_gw_pairs(const ctbc_problem *p, const ctbc_context *ctx);
+
+/* few output channels: (tap, channel) pairs on the mr side */
+const ctbc_impl ctbc_impl_gw_pairs = {"gw_pairs", applies_pairs, ctbc_cost_gw_pairs, ctbc_plan_gw_pairs,
+                                      ctbc_scratch_gw_pairs, gw_tiles, taps_tile};
+/* per-tap GEMM, c_in on the mr side */
+const ctbc_impl ctbc_impl_gw_c_on_m = {"gw_c_on_m", ctbc_applies_always, cost_c_on_m, plan_c_on_m,
+                                       ctbc_scratch_gw_gemm, gw_tiles, gemm_tile};
+/* c_out 1: one row of C per tap, GEMV calls */
+const ctbc_impl ctbc_impl_gw_gemv = {"gw_gemv", applies_gemv, cost_o_on_m, plan_gemv,
+                                     ctbc_scratch_gw_gemm, gw_tiles, gemm_tile};
+/* per-tap GEMM, c_out on the mr side */
+const ctbc_impl ctbc_impl_gw_o_on_m = {"gw_o_on_m", ctbc_applies_always, cost_o_on_m, plan_o_on_m,
+                                       ctbc_scratch_gw_gemm, gw_tiles, gemm_tile};

@@ -383,11 +383,22 @@ void ctbc_pack_weight(float *dst, int nr, const ctbc_operand *weight, int64_t k0
 /* Column run narrowed per bulk call in a transposed store. */
 #define STORE_RUN 256
 
-void ctbc_store_tile(void *out, ctbc_dtype dtype, const float *src, int64_t ld, int64_t rows,
-                     int64_t cols, int64_t row_first, int64_t row_split, int64_t rs_hi,
-                     int64_t rs_lo, int64_t cs, ctbc_h16_store_fn store16,
-                     ctbc_transpose_fn transpose)
+ctbc_writer ctbc_writer_make(void *base, ctbc_dtype dtype, const ctbc_kernel *kernel, int64_t row_split,
+                             int64_t rs_hi, int64_t rs_lo, int64_t cs)
 {
+    return (ctbc_writer){base, dtype, row_split, rs_hi, rs_lo, cs, ctbc_store16_for(kernel, dtype),
+                         kernel->transpose};
+}
+
+void ctbc_write_tile(const ctbc_writer *writer, int64_t offset, const float *src, int64_t ld,
+                     int64_t rows, int64_t cols, int64_t row_first)
+{
+    void *out = ctbc_element_ptr(writer->base, writer->dtype, offset);
+    const ctbc_dtype dtype = writer->dtype;
+    const int64_t row_split = writer->row_split, rs_hi = writer->rs_hi, rs_lo = writer->rs_lo;
+    const int64_t cs = writer->cs;
+    const ctbc_h16_store_fn store16 = writer->store16;
+    const ctbc_transpose_fn transpose = writer->transpose;
     int64_t g_hi = row_first / row_split, g_lo = row_first % row_split;
     if (cs != 1 && rs_lo == 1 && g_lo + rows <= row_split) {
         /* the tile's rows are the output's unit-stride dimension (a
