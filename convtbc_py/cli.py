@@ -3,6 +3,7 @@
     convtbc demo                      CANN's documented example + a numpy check
     convtbc config --prefix|--cflags|--libs
     convtbc bench ...                 benchmarks (convtbc_py/bench.py, loaded lazily)
+    convtbc info --plan T B C_IN K C_OUT PAD DTYPE   implementations chosen per gradient
 
 `bench` forwards its arguments untouched to `convtbc_py.bench.main(argv) -> int`,
 so the benchmark module owns its own options and help.
@@ -187,6 +188,25 @@ def _bench(rest: Sequence[str]) -> int:
     return int(bench.main(list(rest)))
 
 
+# ----------------------------------------------------------------- info --plan
+
+
+def _info_plan(values: Sequence[str]) -> int:
+    """Prints the implementation chosen for each gradient of one problem."""
+    from .errors import ConvTbcError
+    from .plan import plan_implementations
+
+    try:
+        t, b, c_in, k, c_out, pad = (int(v) for v in values[:6])
+        chosen = plan_implementations(t, b, c_in, k, c_out, pad, values[6])
+    except (ValueError, ConvTbcError) as error:
+        print(f"convtbc info --plan: {error}", file=sys.stderr)
+        return 2
+    for gradient, name in chosen.items():
+        print(f"{gradient}: {name}")
+    return 0
+
+
 # ----------------------------------------------------------------------- main
 
 
@@ -204,6 +224,10 @@ def _parser() -> argparse.ArgumentParser:
     config.add_argument("--cflags", action="store_true", help="include flags")
     config.add_argument("--libs", action="store_true", help="link flags, with an rpath")
 
+    info = commands.add_parser("info", help="what this installation runs")
+    info.add_argument("--plan", nargs=7, metavar=("T", "B", "C_IN", "K", "C_OUT", "PAD", "DTYPE"),
+                      help="the implementation of each gradient for this problem (DTYPE float32|float16|bfloat16)")
+
     # No options of its own: everything after `bench` belongs to the bench module.
     commands.add_parser("bench", help="benchmarks (options: convtbc bench --help)", add_help=False)
     return parser
@@ -220,6 +244,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if not (args.prefix or args.cflags or args.libs):
             parser.error("config: give at least one of --prefix, --cflags, --libs")
         return _config(args)
+    if args.command == "info":
+        if not args.plan:
+            parser.error("info: give --plan T B C_IN K C_OUT PAD DTYPE")
+        return _info_plan(args.plan)
     return _demo(args)
 
 

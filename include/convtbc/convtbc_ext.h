@@ -74,6 +74,18 @@ ACL_FUNC_VISIBILITY aclnnStatus convtbcConvTbcBackwardOnHost(
     const convtbcHostTensor *bias, int64_t pad, int8_t cubeMathType, const convtbcHostTensor *gradInput,
     const convtbcHostTensor *gradWeight, const convtbcHostTensor *gradBias);
 
+/* The implementations phase 1 of aclnnConvTbcBackward picks for a problem
+ * of these sizes with contiguous tensors of one dataType (ACL_FLOAT,
+ * ACL_FLOAT16 or ACL_BF16) and cubeMathType KEEP_DTYPE, on this CPU and
+ * with CONVTBC_ISA and CONVTBC_FORCE_IMPL as they are now: writes
+ * "<gradInput> <gradWeight> <gradBias>" (names separated by one space,
+ * NUL-terminated) into names. ACLNN_ERR_PARAM_INVALID for a size out of
+ * 0..2^24, T + 2*pad + 1 - K below 1, another dataType or a namesSize too
+ * small (names is not written then). */
+ACL_FUNC_VISIBILITY aclnnStatus convtbcPlanImplementations(int64_t t, int64_t b, int64_t cIn, int64_t k,
+                                                           int64_t cOut, int64_t pad, aclDataType dataType,
+                                                           char *names, size_t namesSize);
+
 #ifdef __cplusplus
 }
 #endif
