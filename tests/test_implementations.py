@@ -1,5 +1,5 @@
-"""Every implementation of every gradient, forced in turn with
-CONVTBC_FORCE_IMPL on the same problems, against the float64 reference:
+"""Every implementation of every gradient, forced in turn
+(convtbcForceImplementations) on the same problems, against the float64 reference:
 numerics (bounds of test_numerics), NaN/Inf propagation, strided views, and
 bit-identical results across 1, 2 and 3 threads. So no implementation is
 tested only when some shape happens to reach it.
@@ -16,7 +16,7 @@ import pytest
 
 import convtbc_py
 from conftest import run_python
-from convtbc_py.plan import plan_implementations
+from convtbc_py.plan import force_implementations, forced_implementations, plan_implementations
 from reference import BF16, F16, F32, assert_close, conv_tbc_backward_ref
 from test_nan_inf import check_special
 from test_numerics import make_view
@@ -54,9 +54,10 @@ def applies(name, problem, dtype):
 
 
 @pytest.fixture
-def forced(request, monkeypatch):
-    monkeypatch.setenv("CONVTBC_FORCE_IMPL", request.param)
-    return request.param.split(",")
+def forced(request):
+    names = request.param.split(",")
+    with forced_implementations(*names):
+        yield names
 
 
 def operands(rng, problem, dt):
@@ -120,12 +121,13 @@ def test_forced_nan_inf(forced, pad, dtype):
 
 
 WORKER = r"""
-import os, sys, numpy as np
+import sys, numpy as np
 import convtbc_py
 from test_implementations import FORCED, PROBLEMS, DTYPES, operands
 out = {}
+from convtbc_py.plan import force_implementations
 for f in FORCED:
-    os.environ["CONVTBC_FORCE_IMPL"] = f
+    force_implementations(f.split(","))
     for i, problem in enumerate(PROBLEMS):
         for dtype in ("float32", "float16"):
             ops = operands(np.random.default_rng(i), problem, DTYPES[dtype])
@@ -154,16 +156,19 @@ def test_unforced_choices_differ_by_shape():
     # (documented choices: few output channels with a batch of 8+ put
     # (tap, channel) pairs on the micro-tile rows; c_out 1 otherwise is a
     # GEMV; a float32 grad_input is written in place).
-    assert os.environ.get("CONVTBC_FORCE_IMPL") is None
     assert plan_implementations(15, 257, 832, 5, 7, 2, "float32") == {
         "gradInput": "gi_in_place", "gradWeight": "gw_pairs", "gradBias": "gb_rows"}
     assert plan_implementations(64, 1, 100, 5, 1, 2, "float32")["gradWeight"] == "gw_gemv"
     assert plan_implementations(30, 40, 300, 3, 300, 1, "bfloat16")["gradInput"] != "gi_in_place"
 
 
-def test_unknown_force_name_is_ignored(monkeypatch):
+def test_unknown_force_name_is_refused():
     unforced = plan_implementations(13, 10, 130, 5, 7, 2, "float32")
-    monkeypatch.setenv("CONVTBC_FORCE_IMPL", "no_such_impl,,gi_reference_x")
+    with forced_implementations("gi_reference"):
+        with pytest.raises(convtbc_py.AclnnError, match="gw_nothing"):
+            force_implementations(["gw_nothing"])
+        # the refused call changed nothing
+        assert plan_implementations(13, 10, 130, 5, 7, 2, "float32")["gradInput"] == "gi_reference"
     assert plan_implementations(13, 10, 130, 5, 7, 2, "float32") == unforced
 
 
@@ -177,9 +182,11 @@ def test_plan_refuses_bad_problems(args):
         plan_implementations(*args)
 
 
-def test_info_plan_cli(convtbc_cli):
+def test_info_plan_cli_and_environment(convtbc_cli):
+    # CONVTBC_FORCE_IMPL forces from the first plan on (unknown names skipped)
     import subprocess
+    env = dict(os.environ, CONVTBC_FORCE_IMPL="no_such_impl,gi_reference")
     p = subprocess.run([convtbc_cli, "info", "--plan", "15", "257", "832", "5", "7", "2", "float32"],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=60, env=env)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.split("\n")[:3] == ["gradInput: gi_in_place", "gradWeight: gw_pairs", "gradBias: gb_rows"]
+    assert p.stdout.split("\n")[:3] == ["gradInput: gi_reference", "gradWeight: gw_pairs", "gradBias: gb_rows"]

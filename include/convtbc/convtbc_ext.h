@@ -74,10 +74,18 @@ ACL_FUNC_VISIBILITY aclnnStatus convtbcConvTbcBackwardOnHost(
     const convtbcHostTensor *bias, int64_t pad, int8_t cubeMathType, const convtbcHostTensor *gradInput,
     const convtbcHostTensor *gradWeight, const convtbcHostTensor *gradBias);
 
+/* Forces, for the plans made from now on in this process, the
+ * implementations named in `names` (comma-separated, e.g.
+ * "gi_reference,gw_pairs") wherever they apply; elsewhere phase 1 chooses
+ * as usual. NULL or "" lifts the forcing. Until the first call the
+ * environment variable CONVTBC_FORCE_IMPL, read at the first plan, does the
+ * same. ACLNN_ERR_PARAM_INVALID for an unknown name (nothing changes). */
+ACL_FUNC_VISIBILITY aclnnStatus convtbcForceImplementations(const char *names);
+
 /* The implementations phase 1 of aclnnConvTbcBackward picks for a problem
  * of these sizes with contiguous tensors of one dataType (ACL_FLOAT,
  * ACL_FLOAT16 or ACL_BF16) and cubeMathType KEEP_DTYPE, on this CPU and
- * with CONVTBC_ISA and CONVTBC_FORCE_IMPL as they are now: writes
+ * with CONVTBC_ISA and the forcing as they are now: writes
  * "<gradInput> <gradWeight> <gradBias>" (names separated by one space,
  * NUL-terminated) into names. ACLNN_ERR_PARAM_INVALID for a size out of
  * 0..2^24, T + 2*pad + 1 - K below 1, another dataType or a namesSize too

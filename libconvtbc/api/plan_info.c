@@ -1,7 +1,8 @@
 /*
  * convtbcPlanImplementations: which implementation phase 1 would pick for
  * each gradient of a problem (what `convtbc info --plan` prints), without
- * building tensors or an executor.
+ * building tensors or an executor; convtbcForceImplementations: forcing
+ * one (tests run every implementation on the same problems).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -71,5 +72,15 @@ aclnnStatus convtbcPlanImplementations(int64_t t, int64_t b, int64_t cIn, int64_
         return ctbc_fail(ACLNN_ERR_PARAM_INVALID, CTBC_EZ_PARAM, API, "namesSize is %zu: expected at least %d",
                          namesSize, n + 1);
     memcpy(names, text, (size_t)n + 1);
+    return ACLNN_SUCCESS;
+}
+
+aclnnStatus convtbcForceImplementations(const char *names)
+{
+    if (ctbc_force_implementations(names) != 0)
+        return ctbc_fail(ACLNN_ERR_PARAM_INVALID, CTBC_EZ_PARAM, "convtbcForceImplementations",
+                         "names is '%s': expected comma-separated implementation names (convtbc info --plan "
+                         "shows those in use)",
+                         names);
     return ACLNN_SUCCESS;
 }

@@ -170,7 +170,7 @@ static void choose_parallel(const ctbc_problem *p, ctbc_blocking *bl)
     bl->parallel = flops >= 2e6;
 }
 
-void ctbc_blocking_choose(const ctbc_problem *p, ctbc_isa isa, const char *forced, ctbc_blocking *bl)
+void ctbc_blocking_choose(const ctbc_problem *p, ctbc_isa isa, uint32_t forced, ctbc_blocking *bl)
 {
     ctbc_context ctx;
     ctbc_context_for_isa(isa, &ctx);
@@ -258,6 +258,7 @@ void ctbc_blocking_load(const ctbc_plan *plan, ctbc_blocking *blocking)
 
 int ctbc_grad_input_direct(const ctbc_problem *p, int64_t *row_stride)
 {
-    const ctbc_operand view = ctbc_operand_make(NULL, &p->grad_input, CTBC_ROUND_NONE, &ctbc_kernel_portable);
-    return ctbc_operand_direct(&view, p->b, p->t * p->b, row_stride);
+    const int64_t *s = p->grad_input.stride;
+    return p->grad_input.dtype == CTBC_F32 && s[2] == 1 &&
+           ctbc_rows_evenly_spaced(s[0], s[1], p->b, 0, p->t * p->b - 1, row_stride);
 }

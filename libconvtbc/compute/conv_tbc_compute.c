@@ -8,7 +8,6 @@
 #include <omp.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -28,11 +27,13 @@ void ctbc_plan_init(ctbc_plan *plan, const ctbc_problem *problem)
         plan->threads = 1;
 
     ctbc_blocking blocking;
-    ctbc_blocking_choose(problem, ctbc_isa_select(), getenv("CONVTBC_FORCE_IMPL"), &blocking);
+    ctbc_blocking_choose(problem, ctbc_isa_select(), ctbc_impl_forced(), &blocking);
     ctbc_blocking_store(plan, &blocking);
 
     ctbc_ws_layout layout;
     ctbc_ws_layout_of(problem, &blocking, &layout);
+    _Static_assert(sizeof(layout) == sizeof(plan->scratch_floats), "layout must fit in the plan");
+    memcpy(plan->scratch_floats, &layout, sizeof(layout));
     const int teams = blocking.parallel ? plan->threads : 1;
     /* An absurd problem's layout sits at blocking.c's ceiling; its byte
      * count then stops at SIZE_MAX, a workspace no allocation can meet. */
@@ -108,7 +109,7 @@ void ctbc_execute(const ctbc_plan *plan, const ctbc_buffers *buffers, void *work
         ctbc_grad_input_direct(p, &run.grad_input_row_stride);
 
     ctbc_ws_layout layout;
-    ctbc_ws_layout_of(p, &run.blocking, &layout);
+    memcpy(&layout, plan->scratch_floats, sizeof(layout));
     float *base = (float *)(((uintptr_t)workspace + (WS_ALIGN - 1)) & ~(uintptr_t)(WS_ALIGN - 1));
 
     work_items items;

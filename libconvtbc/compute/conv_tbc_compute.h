@@ -71,6 +71,8 @@ typedef struct {
     size_t workspace_bytes; /* scratch phase 2 needs, 64-byte aligned base */
     /* Blocking chosen in phase 1 (used only by the compute layer). */
     int64_t block[12];
+    /* Per-thread scratch layout in floats (used only by the compute layer). */
+    int64_t scratch_floats[4];
 } ctbc_plan;
 
 /* Addresses of element [0,0,0] of each view (the view offset applied). */
@@ -83,9 +85,14 @@ typedef struct {
 void ctbc_plan_init(ctbc_plan *plan, const ctbc_problem *problem);
 
 /* Name of the implementation the plan computes `gradient` with (see
- * driver.h); CONVTBC_FORCE_IMPL=name,... at plan time forces the named
- * implementations where they apply. */
+ * driver.h). */
 const char *ctbc_plan_impl_name(const ctbc_plan *plan, ctbc_gradient gradient);
+
+/* Forces the implementations named in `names` (comma-separated) where they
+ * apply, for the plans made from now on; NULL or "" lifts the forcing.
+ * Until the first call, CONVTBC_FORCE_IMPL (read at the first plan) does.
+ * Returns 0, or -1 for an unknown name (then nothing changes). */
+int ctbc_force_implementations(const char *names);
 
 /* Computes grad_input, grad_weight and grad_bias. `workspace` holds at least
  * plan->workspace_bytes bytes (may be NULL when that is 0). */

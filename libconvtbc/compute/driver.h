@@ -63,7 +63,7 @@ typedef struct {
     int64_t cbuf, abuf, bbuf, per_thread;
 } ctbc_ws_layout;
 
-void ctbc_blocking_choose(const ctbc_problem *problem, ctbc_isa isa, const char *forced,
+void ctbc_blocking_choose(const ctbc_problem *problem, ctbc_isa isa, uint32_t forced,
                           ctbc_blocking *blocking);
 void ctbc_ws_layout_of(const ctbc_problem *problem, const ctbc_blocking *blocking,
                        ctbc_ws_layout *layout);
@@ -115,11 +115,14 @@ typedef struct ctbc_impl {
 const ctbc_impl *const *ctbc_impl_list(ctbc_gradient gradient);
 /* The one at `index` of that list. */
 const ctbc_impl *ctbc_impl_at(ctbc_gradient gradient, int index);
-/* Index of the implementation a plan uses: the one named in `forced` (a
- * comma-separated list of names, e.g. CONVTBC_FORCE_IMPL) when it applies,
- * else the cheapest that applies. */
+/* Implementations forced by name (CONVTBC_FORCE_IMPL, read at the first
+ * plan, or ctbc_force_implementations): 4 bits per gradient g at 4*g,
+ * 0 for none, else 1 + the index in its list. */
+uint32_t ctbc_impl_forced(void);
+/* Index of the implementation a plan uses: the forced one when it
+ * applies, else the cheapest that applies. */
 int ctbc_impl_choose(ctbc_gradient gradient, const ctbc_problem *problem, const ctbc_context *context,
-                     const char *forced);
+                     uint32_t forced);
 
 extern const ctbc_impl ctbc_impl_gw_pairs, ctbc_impl_gw_c_on_m, ctbc_impl_gw_gemv, ctbc_impl_gw_o_on_m,
     ctbc_impl_gw_reference;
@@ -163,6 +166,12 @@ static inline int64_t ctbc_clamp(int64_t v, int64_t lo, int64_t hi)
 typedef struct {
     int64_t lo, hi; /* [lo, hi), empty when lo >= hi */
 } ctbc_range;
+
+/* 1: tap k pairs input step t with a grad_output step. */
+static inline int ctbc_tap_reaches(const ctbc_problem *p, int64_t t, int64_t k)
+{
+    return (uint64_t)(t + p->pad - k) < (uint64_t)p->t_out;
+}
 
 /* The taps in [k0, k1) with s < t_out for input step t_a and s >= 0 for
  * t_b: (t_first, t_last) gives the taps reaching grad_output from some step

@@ -170,11 +170,8 @@ static void micro_tile(const ctbc_run *run, const reduction_block *rb, const win
         if (k >= sp->kf_lo && k < sp->kf_hi)
             continue;
         unsigned char row_ok[CTBC_MR_MAX] = {0};
-        for (int64_t i = 0; i < valid; i++) {
-            const int64_t t = (row0 + i) / b_size;
-            const ctbc_range reach = ctbc_taps_between(p, t, t, k, k + 1);
-            row_ok[i] = reach.lo < reach.hi;
-        }
+        for (int64_t i = 0; i < valid; i++)
+            row_ok[i] = ctbc_tap_reaches(p, (row0 + i) / b_size, k);
         const float *a = sp->window + (k1 - 1 - k) * b_size * src->ld;
         if (src->direct) {
             /* copy the rows this tap reaches; zeros elsewhere */

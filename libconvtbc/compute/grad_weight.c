@@ -147,13 +147,8 @@ static void pack_column(float *dst, const ctbc_operand *op, int64_t b_size, int6
     if (lo >= hi)
         return;
     const int64_t g = first + lo;
-    /* rows equally spaced (all in one time step, or b rows one t apart) */
-    int64_t step = -1;
-    if (b_size == 1)
-        step = op->s0;
-    else if (op->s0 == b_size * op->s1 || g / b_size == (first + hi - 1) / b_size)
-        step = op->s1;
-    if (step >= 0)
+    int64_t step;
+    if (ctbc_rows_evenly_spaced(op->s0, op->s1, b_size, g, first + hi - 1, &step) && step >= 0)
         ctbc_convert_run(dst + lo, op, (g / b_size) * op->s0 + (g % b_size) * op->s1 + col * op->s2,
                          step, hi - lo);
     else

@@ -3,6 +3,8 @@
  * driver.h). Each gradient's list ends with the reference, which applies
  * to every problem, so a choice always exists.
  */
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compute/driver.h"
@@ -35,31 +37,72 @@ const ctbc_impl *ctbc_impl_at(ctbc_gradient gradient, int index)
     return ctbc_impl_list(gradient)[index];
 }
 
-/* 1: `name` is one of the comma-separated words of `list`. */
-static int named_in(const char *list, const char *name)
+#define FORCE_BITS 4
+
+/* The forced choices (see driver.h); atomic. */
+static uint32_t forced_now;
+static pthread_once_t environment_once = PTHREAD_ONCE_INIT;
+
+/* Parses comma-separated names into forced bits; -1 for an unknown name
+ * when `strict`, else unknown names are skipped. */
+static int64_t parse_forced(const char *names, int strict)
 {
-    const size_t n = strlen(name);
-    for (const char *s = list; s && *s;) {
+    uint32_t bits = 0;
+    for (const char *s = names; s && *s;) {
         const char *end = strchr(s, ',');
         const size_t len = end ? (size_t)(end - s) : strlen(s);
-        if (len == n && strncmp(s, name, n) == 0)
-            return 1;
+        int found = len == 0;
+        for (int g = 0; g < CTBC_GRADIENTS && !found; g++) {
+            const ctbc_impl *const *list = ctbc_impl_list((ctbc_gradient)g);
+            for (int i = 0; list[i] && !found; i++)
+                if (strlen(list[i]->name) == len && strncmp(list[i]->name, s, len) == 0) {
+                    bits &= ~((uint32_t)0xf << (FORCE_BITS * g));
+                    bits |= (uint32_t)(i + 1) << (FORCE_BITS * g);
+                    found = 1;
+                }
+        }
+        if (!found && strict)
+            return -1;
         s = end ? end + 1 : NULL;
     }
+    return bits;
+}
+
+/* Read once: getenv scans the whole environment, a cost each plan would
+ * otherwise pay. */
+static void read_environment(void)
+{
+    __atomic_store_n(&forced_now, (uint32_t)parse_forced(getenv("CONVTBC_FORCE_IMPL"), 0), __ATOMIC_RELEASE);
+}
+
+uint32_t ctbc_impl_forced(void)
+{
+    pthread_once(&environment_once, read_environment);
+    return __atomic_load_n(&forced_now, __ATOMIC_ACQUIRE);
+}
+
+int ctbc_force_implementations(const char *names)
+{
+    pthread_once(&environment_once, read_environment);
+    const int64_t bits = parse_forced(names, 1);
+    if (bits < 0)
+        return -1;
+    __atomic_store_n(&forced_now, (uint32_t)bits, __ATOMIC_RELEASE);
     return 0;
 }
 
 int ctbc_impl_choose(ctbc_gradient gradient, const ctbc_problem *problem, const ctbc_context *context,
-                     const char *forced)
+                     uint32_t forced)
 {
     const ctbc_impl *const *list = ctbc_impl_list(gradient);
+    const int forced_index = (int)((forced >> (FORCE_BITS * gradient)) & 0xf) - 1;
+    if (forced_index >= 0 && list[forced_index]->applies(problem, context))
+        return forced_index;
     int best = -1;
     double best_cost = 0.0;
     for (int i = 0; list[i]; i++) {
         if (!list[i]->applies(problem, context))
             continue;
-        if (forced && named_in(forced, list[i]->name))
-            return i;
         const double cost = list[i]->cost(problem, context);
         if (best < 0 || cost < best_cost) {
             best = i;

@@ -29,13 +29,7 @@ int ctbc_operand_direct(const ctbc_operand *op, int64_t b_size, int64_t rows_tot
 {
     if (op->dtype != CTBC_F32 || op->rounding != CTBC_ROUND_NONE || op->s2 != 1)
         return 0;
-    if (b_size == 1)
-        *row_stride = op->s0;
-    else if (rows_total <= b_size || op->s0 == b_size * op->s1)
-        *row_stride = op->s1;
-    else
-        return 0;
-    return 1;
+    return ctbc_rows_evenly_spaced(op->s0, op->s1, b_size, 0, rows_total - 1, row_stride);
 }
 
 /*
@@ -253,12 +247,10 @@ void ctbc_pack_rows(float *dst, int64_t ld, int64_t nrows, const ctbc_operand *o
     }
     for (int64_t r = 0; r < r_begin; r++)
         memset(dst + r * ld, 0, (size_t)ncols * sizeof(float));
-    int64_t rs;
+    int64_t rs, step;
     if (r_begin < r_end && ld == ncols && op->s2 == 1 &&
-        (b_size == 1 ? op->s0 == ncols
-                     : op->s1 == ncols && (op->s0 == b_size * op->s1 ||
-                                           (row_first + r_begin) / b_size ==
-                                               (row_first + r_end - 1) / b_size))) {
+        ctbc_rows_evenly_spaced(op->s0, op->s1, b_size, row_first + r_begin, row_first + r_end - 1, &step) &&
+        step == ncols) {
         /* the rows follow each other in the operand as in dst: one run */
         const int64_t g = row_first + r_begin;
         rs = (g / b_size) * op->s0 + (g % b_size) * op->s1 + col0;

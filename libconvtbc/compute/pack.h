@@ -39,6 +39,21 @@ static inline ctbc_h16_store_fn ctbc_store16_for(const ctbc_kernel *kernel, ctbc
     return dtype == CTBC_F16 ? kernel->f16_store : dtype == CTBC_BF16 ? kernel->bf16_store : 0;
 }
 
+/* Rows g in [first, last] of a [t, b, x] view with strides s0, s1 (row
+ * g = t*b_size + b) lie evenly spaced, *step apart: with one batch entry,
+ * with t's stride b_size times b's, or all in one time step. */
+static inline int ctbc_rows_evenly_spaced(int64_t s0, int64_t s1, int64_t b_size, int64_t first, int64_t last,
+                                          int64_t *step)
+{
+    if (b_size == 1)
+        *step = s0;
+    else if (s0 == b_size * s1 || first / b_size == last / b_size)
+        *step = s1;
+    else
+        return 0;
+    return 1;
+}
+
 /*
  * An operand the kernels can read in place: float32 without rounding, unit
  * column stride, and rows g = t*b_size + b equally spaced (true for
