@@ -16,9 +16,9 @@
 #endif
 /* a packed window is rewritten for every row block: keep it inside L2
  * (256 KiB of 512) or the packing stores miss all the way to L3 */
-#define WINDOW_FLOATS (CTBC_BUDGET_FLOATS / 4)
-#define CBUF_FLOATS (2 * CTBC_BUDGET_FLOATS)
-#define WEIGHT_FLOATS CTBC_BUDGET_FLOATS
+#define WINDOW_FLOATS(ctx) ((ctx)->budget_floats / 4)
+#define CBUF_FLOATS(ctx) (2 * (ctx)->budget_floats)
+#define WEIGHT_FLOATS(ctx) ((ctx)->budget_floats)
 
 /* Cache blocking in micro-tiles: mc = 24 mr rows of A (a 144 x 256 float
  * block = 144 KiB sits in a 512 KiB L2), nc = 16 nr columns, kc = 256
@@ -89,10 +89,10 @@ void ctbc_plan_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_
     bl->gw_kc = (int32_t)ctx->kc;
     /* the input window (kc + (kg-1)*b rows) lies along c's side */
     const int64_t window_width = o_on_m ? bl->gw_bn : bl->gw_bm;
-    int64_t kg = taps_within(p->k, ctx->kc, p->b, WINDOW_FLOATS / window_width);
-    kg = ctbc_min(kg, ctbc_max(1, CBUF_FLOATS / ((int64_t)bl->gw_bm * bl->gw_bn)));
+    int64_t kg = taps_within(p->k, ctx->kc, p->b, WINDOW_FLOATS(ctx) / window_width);
+    kg = ctbc_min(kg, ctbc_max(1, CBUF_FLOATS(ctx) / ((int64_t)bl->gw_bm * bl->gw_bn)));
     bl->gw_kg = (int32_t)kg;
-    const int64_t gw_blocks = ctbc_max(1, CBUF_FLOATS / (kg * bl->gw_bm * bl->gw_bn));
+    const int64_t gw_blocks = ctbc_max(1, CBUF_FLOATS(ctx) / (kg * bl->gw_bm * bl->gw_bn));
     bl->gw_chunk = (int32_t)ctbc_min(ctbc_round_up(gw_m, bl->gw_bm), gw_blocks * bl->gw_bm);
 }
 
@@ -128,14 +128,14 @@ void ctbc_plan_gi_window(const ctbc_problem *p, const ctbc_context *ctx, ctbc_bl
     bl->gi_bn = (int32_t)ctbc_min(ctbc_round_up(c_in, nr), ctx->nc_tiles * nr);
     bl->gi_ko = (int32_t)ctbc_min(c_out, 256);
     int64_t kg = ctbc_clamp(GI_REDUCTION / bl->gi_ko, 1, ctbc_max(p->k, 1));
-    kg = ctbc_min(kg, taps_within(p->k, bl->gi_bm, p->b, WINDOW_FLOATS / bl->gi_ko));
-    kg = ctbc_clamp(kg, 1, ctbc_max(1, WEIGHT_FLOATS / ((int64_t)bl->gi_bn * bl->gi_ko)));
+    kg = ctbc_min(kg, taps_within(p->k, bl->gi_bm, p->b, WINDOW_FLOATS(ctx) / bl->gi_ko));
+    kg = ctbc_clamp(kg, 1, ctbc_max(1, WEIGHT_FLOATS(ctx) / ((int64_t)bl->gi_bn * bl->gi_ko)));
     bl->gi_kg = (int32_t)kg;
 
     /* rows per tile: as many windows as the accumulator budget allows, so
      * that one weight panel serves them all */
     const int64_t gi_rows = ctbc_round_up(ctbc_max(p->t * p->b, 1), bl->gi_bm);
-    const int64_t windows = ctbc_max(1, CBUF_FLOATS / ((int64_t)bl->gi_bm * bl->gi_bn));
+    const int64_t windows = ctbc_max(1, CBUF_FLOATS(ctx) / ((int64_t)bl->gi_bm * bl->gi_bn));
     bl->gi_chunk = (int32_t)ctbc_min(gi_rows, windows * bl->gi_bm);
 }
 

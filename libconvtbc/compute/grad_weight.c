@@ -98,20 +98,33 @@ static const float *side_at(const side *sd, int64_t strip, int64_t row, int64_t 
     return sd->packed + ((strip - sd->direct_strips) * sd->rows + row - sd->first) * sd->width;
 }
 
-/* Prepares a side over operand rows [first, first + rows) (rows outside
- * [row_lo, row_hi) are never read), columns [col0, col0 + ncols), in `buf`
- * of rows * round_up(ncols, width) floats. */
-static side side_make(const ctbc_operand *op, int64_t b_size, int64_t rows_total, float *buf,
-                      int64_t rows, int64_t width, int64_t first, int64_t row_lo,
-                      int64_t row_hi, int64_t col0, int64_t ncols, int64_t reuse,
+/* An operand as the sides read it: rows g = t*b_size + b, rows_total of them. */
+typedef struct {
+    const ctbc_operand *op;
+    int64_t b_size, rows_total;
+} operand_rows;
+
+/* A block of an operand: rows [first, first + rows) (rows outside
+ * [row_lo, row_hi) are never read), columns [col0, col0 + ncols). */
+typedef struct {
+    int64_t first, rows, row_lo, row_hi, col0, ncols;
+} row_block;
+
+/* Prepares a side of strips `width` wide over a block, in `buf` of
+ * rows * round_up(ncols, width) floats; each strip is read by `reuse`
+ * kernel calls, in place when that is at most `max_reuse`. */
+static side side_make(const operand_rows *src, const row_block *blk, int64_t width, float *buf, int64_t reuse,
                       int64_t max_reuse)
 {
+    const ctbc_operand *op = src->op;
+    const int64_t b_size = src->b_size, first = blk->first, rows = blk->rows, col0 = blk->col0;
+    const int64_t ncols = blk->ncols, row_lo = blk->row_lo, row_hi = blk->row_hi;
     side sd = {NULL, 0, 0, 0, buf, first, rows, width};
     int64_t rs;
     /* In place only when few kernel calls reuse each strip: a packed strip
      * is contiguous (no TLB walk per row), which pays for the copy once
      * several calls read it. */
-    if (reuse <= max_reuse && ctbc_operand_direct(op, b_size, rows_total, &rs)) {
+    if (reuse <= max_reuse && ctbc_operand_direct(op, b_size, src->rows_total, &rs)) {
         sd.direct_strips = ncols / width;
         sd.row_stride = rs;
         sd.direct = (const float *)op->data + col0;
@@ -257,8 +270,9 @@ static void taps_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
             pack_column(gcol + r * len, &run->grad_output, b_size, g_rows,
                         x0 - (k0 + r / c_out - pad) * b_size, len, r % c_out);
         memset(gcol + pairs * len, 0, (size_t)((pairs_p - pairs) * len) * sizeof(float));
-        const side nside = side_make(&run->input, b_size, input_rows, scratch->bbuf, x1 - x0, nr,
-                                     x0, x0, x1, n0, nb, pairs_p / mr, DIRECT_REUSE_PAIRS);
+        const operand_rows in_rows = {&run->input, b_size, input_rows};
+        const row_block blk = {x0, x1 - x0, x0, x1, n0, nb};
+        const side nside = side_make(&in_rows, &blk, nr, scratch->bbuf, pairs_p / mr, DIRECT_REUSE_PAIRS);
         for (int64_t g0 = 0; g0 < pairs; g0 += PAIR_TILES * mr) {
             /* the segments of each micro-tile, the same for every strip */
             pair_tile plans[PAIR_TILES];
@@ -350,6 +364,7 @@ static void gemm_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
     tap_rows(p, k1 - 1, &u_lo, &unused);
     tap_rows(p, k0, &unused, &u_hi);
     const int64_t input_rows = p->t * b_size, g_rows = p->t_out * b_size;
+    const operand_rows in_rows = {&run->input, b_size, input_rows}, go_rows = {&run->grad_output, b_size, g_rows};
 
     /* equal row blocks of at most kc: no short tail block whose kernel
      * calls would be all overhead */
@@ -372,20 +387,17 @@ static void gemm_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
 
         /* the nr side once per row block ... */
         const int64_t reuse_n = ctbc_ceil_div(ctbc_min(mb, bl->gw_bm), mr);
-        side nside = o_on_m ? side_make(&run->input, b_size, input_rows, scratch->bbuf, window, nr,
-                                        x_first, 0, input_rows, n0, nb, reuse_n, DIRECT_REUSE_N)
-                            : side_make(&run->grad_output, b_size, g_rows, scratch->bbuf, rows,
-                                        nr, r0, r0, r1, n0, nb, reuse_n, DIRECT_REUSE_N);
+        const row_block x_n = {x_first, window, 0, input_rows, n0, nb}, g_n = {r0, rows, r0, r1, n0, nb};
+        side nside = side_make(o_on_m ? &in_rows : &go_rows, o_on_m ? &x_n : &g_n, nr, scratch->bbuf, reuse_n,
+                               DIRECT_REUSE_N);
 
         /* ... and the mr side per block of the tile */
         for (int64_t w0 = 0; w0 < mb; w0 += bl->gw_bm) {
             const int64_t wb = ctbc_min(bl->gw_bm, mb - w0), strips_m = ctbc_ceil_div(wb, mr);
-            side mside = o_on_m
-                             ? side_make(&run->grad_output, b_size, g_rows, scratch->abuf, rows, mr,
-                                         r0, r0, r1, m0 + w0, wb, strips_n, DIRECT_REUSE_M)
-                             : side_make(&run->input, b_size, input_rows, scratch->abuf, window,
-                                         mr, x_first, 0, input_rows, m0 + w0, wb, strips_n,
-                                         DIRECT_REUSE_M);
+            const row_block x_m = {x_first, window, 0, input_rows, m0 + w0, wb};
+            const row_block g_m = {r0, rows, r0, r1, m0 + w0, wb};
+            side mside = side_make(o_on_m ? &go_rows : &in_rows, o_on_m ? &g_m : &x_m, mr, scratch->abuf, strips_n,
+                                   DIRECT_REUSE_M);
 
             for (int64_t k = k0; k < k1; k++) {
                 int64_t lo, hi;
