@@ -8,29 +8,14 @@
 
 #include "compute/driver.h"
 
-/* Per-thread scratch budgets, in floats. 256 Ki floats (1 MiB) keeps each
- * packed block within L2 + a slice of L3, and the workspace bounded
- * whatever the problem size. */
-#ifndef CTBC_BUDGET_FLOATS /* tests shrink it to exercise block splitting */
-#define CTBC_BUDGET_FLOATS (256 * 1024)
-#endif
-/* a packed window is rewritten for every row block: keep it inside L2
- * (256 KiB of 512) or the packing stores miss all the way to L3 */
+/* Per-thread scratch, in units of the context's budget (see context.c):
+ * a packed window is rewritten for every row block, so it stays in half
+ * of L2 (or the packing stores miss all the way to L3); accumulators and
+ * weight panels take a budget or two. */
 #define WINDOW_FLOATS(ctx) ((ctx)->budget_floats / 4)
 #define CBUF_FLOATS(ctx) (2 * (ctx)->budget_floats)
 #define WEIGHT_FLOATS(ctx) ((ctx)->budget_floats)
 
-/* Cache blocking in micro-tiles: mc = 24 mr rows of A (a 144 x 256 float
- * block = 144 KiB sits in a 512 KiB L2), nc = 16 nr columns, kc = 256
- * reduction steps (a 256 x 16 B micro-panel = 16 KiB sits in L1). */
-#ifndef CTBC_MC_TILES /* tests shrink these to exercise block edges */
-#define CTBC_MC_TILES 24
-#define CTBC_NC_TILES 16
-#define CTBC_KC 256
-#endif
-#define MC_TILES CTBC_MC_TILES
-#define NC_TILES CTBC_NC_TILES
-#define KC CTBC_KC
 /* grad_input reduces over (tap, c_out) pairs; aim for this many per block */
 #define GI_REDUCTION 384
 /* (tap, channel) pairs per grad_weight tile when they lie on the mr side */
@@ -47,16 +32,6 @@
 
 _Static_assert(sizeof(ctbc_blocking) <= sizeof(((ctbc_plan *)0)->block),
                "blocking must fit in ctbc_plan.block");
-
-void ctbc_context_for_isa(ctbc_isa isa, ctbc_context *ctx)
-{
-    ctx->isa = isa;
-    ctx->kernel = ctbc_kernel_for_isa(isa);
-    ctx->mc_tiles = MC_TILES;
-    ctx->nc_tiles = NC_TILES;
-    ctx->kc = KC;
-    ctx->budget_floats = CTBC_BUDGET_FLOATS;
-}
 
 /* Largest tap group g in [1, k] with base + (g - 1)*step <= limit. */
 static int64_t taps_within(int64_t k, int64_t base, int64_t step, int64_t limit)

@@ -14,8 +14,9 @@
 #include "compute/pack.h"
 
 /* What phase 1 sizes blocks from: the ISA's micro-kernel and its cache
- * blocking (BLIS's context: the framework reads sizes from here, never from
- * the ISA's name). */
+ * blocking, derived once from the CPU's cache sizes (context.c; BLIS's
+ * context: the framework reads sizes from here, never from the ISA's
+ * name). */
 typedef struct {
     ctbc_isa isa;
     const ctbc_kernel *kernel;
