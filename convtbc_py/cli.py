@@ -4,6 +4,7 @@
     convtbc config --prefix|--cflags|--libs
     convtbc bench ...                 benchmarks (convtbc_py/bench.py, loaded lazily)
     convtbc info [--json]             the CPU, the kernel chosen, threads, library
+    convtbc info --plan T B C_IN K C_OUT PAD DTYPE   implementations chosen per gradient
     convtbc --version                 the package version (convtbc_py.__version__)
 
 `bench` forwards its arguments untouched to `convtbc_py.bench.main(argv) -> int`,
@@ -232,9 +233,27 @@ def _bench(rest: Sequence[str]) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
+    if args.plan:
+        return _info_plan(args.plan)
     from .info import show_runtime
 
     show_runtime(as_json=args.json)
+    return 0
+
+
+def _info_plan(values: Sequence[str]) -> int:
+    """Prints the implementation chosen for each gradient of one problem."""
+    from .errors import ConvTbcError
+    from .plan import plan_implementations
+
+    try:
+        t, b, c_in, k, c_out, pad = (int(v) for v in values[:6])
+        chosen = plan_implementations(t, b, c_in, k, c_out, pad, values[6])
+    except (ValueError, ConvTbcError) as error:
+        print(f"convtbc info --plan: {error}", file=sys.stderr)
+        return 2
+    for gradient, name in chosen.items():
+        print(f"{gradient}: {name}")
     return 0
 
 
@@ -261,7 +280,7 @@ class _ParserShowingDefaults(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="convtbc", description="CPU implementation of CANN's aclnnConvTbcBackward.",
+        prog="convtbc", description="CPU implementation of CANN's aclnnConvTbc and aclnnConvTbcBackward.",
         formatter_class=DefaultsHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -281,6 +300,9 @@ def _parser() -> argparse.ArgumentParser:
 
     info = commands.add_parser("info", help="the CPU, its caches, the kernel chosen, threads, library")
     info.add_argument("--json", action="store_true", help="as JSON")
+    info.add_argument("--plan", nargs=7, metavar=("T", "B", "C_IN", "K", "C_OUT", "PAD", "DTYPE"),
+                      help="instead, the implementation of each op's parts for this problem "
+                           "(DTYPE float32|float16|bfloat16)")
     return parser
 
 

@@ -29,6 +29,22 @@ CODE_OF = {np.dtype(v): k for k, v in NP_OF.items()}
 IMPLEMENTATIONS = ("forward_gemm", "forward_gemm_positions", "forward_dot", "forward_reference")
 
 
+@pytest.fixture
+def force():
+    """force(name): the forward op uses that implementation (where it
+    applies) in the plans of this test; the forcing is lifted after."""
+    def apply(name):
+        assert lib.convtbcForceImplementations(name.encode()) == OK, recent_msg()
+    yield apply
+    assert lib.convtbcForceImplementations(b"") == OK
+
+
+def planned(T, B, C_in, K, C_out, pad, dtype="float32"):
+    """The forward implementation phase 1 picks for contiguous tensors."""
+    from convtbc_py.plan import plan_implementations
+    return plan_implementations(T, B, C_in, K, C_out, pad, dtype)["out (forward)"]
+
+
 def tensor(shape, code="ACL_FLOAT16", fmt=ND, values=None, fill=0.0):
     """A contiguous tensor of `shape` over host memory (zeros, `fill` or
     `values`)."""
@@ -268,13 +284,16 @@ SIZES = [(9, 3, 5, 3, 4), (17, 5, 33, 4, 19), (6, 7, 2, 1, 40), (40, 2, 70, 5, 3
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("pad", [0, 1, 3, 12])
-def test_accuracy(implementation, dtype, pad, monkeypatch):
-    monkeypatch.setenv("CONVTBC_FORCE_IMPL", implementation)
+def test_accuracy(implementation, dtype, pad, force):
+    force(implementation)
     rng = np.random.default_rng(pad)
     for i, (T, B, C_in, K, C_out) in enumerate(SIZES):
         if T + pad < K:
             continue  # CANN refuses it (one-sided pad check)
         x, w, b = operands(rng, T, B, C_in, K, C_out, dtype)
+        # forcing holds where the implementation applies (forward_dot: up to 16 output channels)
+        applies = implementation != "forward_dot" or C_out <= 16
+        assert (planned(T, B, C_in, K, C_out, pad) == implementation) == applies
         views = (("self", "weight", "bias", "out")[i % 4],)
         got = run_forward(x, w, b, pad, views=views)
         assert got.dtype == dtype
@@ -284,12 +303,12 @@ def test_accuracy(implementation, dtype, pad, monkeypatch):
 
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 @pytest.mark.parametrize("cube", range(5))
-def test_cube_math_type_numerics(implementation, cube, monkeypatch):
+def test_cube_math_type_numerics(implementation, cube, force):
     """Each mode rounds the operands as CANN's cube does (HF32 for FLOAT with
     1 and 3, float16 for every dtype with 2) and the result to the compute
     dtype (float16 with 2): checked against a float64 sum of the rounded
     operands, tighter than the rounding itself."""
-    monkeypatch.setenv("CONVTBC_FORCE_IMPL", implementation)
+    force(implementation)
     rng = np.random.default_rng(cube)
     for dtype in DTYPES:
         x, w, b = operands(rng, 11, 3, 40, 3, 9, dtype, bias_dtype=F32)
@@ -307,10 +326,10 @@ def test_cube_math_type_numerics(implementation, cube, monkeypatch):
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 @pytest.mark.parametrize("dims", [(0, 2, 3, 2, 4, 2), (5, 2, 0, 3, 4, 1), (5, 0, 3, 3, 4, 1), (5, 2, 3, 3, 0, 1),
                                   (4, 1, 2, 2, 3, 9)])
-def test_empty_and_all_padding(implementation, dims, monkeypatch):
+def test_empty_and_all_padding(implementation, dims, force):
     """With an empty self or weight out is bias (CANN copies it); steps whose
     taps all read padding are bias too."""
-    monkeypatch.setenv("CONVTBC_FORCE_IMPL", implementation)
+    force(implementation)
     T, B, C_in, K, C_out, pad = dims
     rng = np.random.default_rng(1)
     x, w, b = operands(rng, T, B, C_in, K, C_out, F32)
@@ -324,11 +343,11 @@ def test_empty_and_all_padding(implementation, dims, monkeypatch):
 
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 @pytest.mark.parametrize("pad", [1, 4])
-def test_nan_and_inf_propagate(implementation, pad, monkeypatch):
+def test_nan_and_inf_propagate(implementation, pad, force):
     """As the formula has it in IEEE arithmetic: a tap in the padding is a
     zero times the weight, so an Inf weight makes NaN there too (with pad 4
     and K 3 the first and last steps read only padding)."""
-    monkeypatch.setenv("CONVTBC_FORCE_IMPL", implementation)
+    force(implementation)
     rng = np.random.default_rng(3)
     x, w, b = operands(rng, 8, 2, 4, 3, 5, F32)
     x[2, 1, 3] = np.nan
@@ -482,3 +501,13 @@ def test_numpy_conv_tbc_errors_speak_python():
     # lists take the other arguments' dtype (float16 here), not float64
     got = convtbc_py.conv_tbc([[[1.0, 2.0]]], np.ones((1, 2, 1), np.float16), [0.5], 0)
     assert got.dtype == np.float16 and float(got[0, 0, 0]) == 3.5
+
+
+def test_unforced_forward_choices_follow_the_output_channels():
+    """The cost model: few output channels with a float32 self read in place
+    are dot products; a handful, the transposed GEMM (channels on the tile's
+    mr rows); many, the GEMM with channels along nr."""
+    assert planned(8, 4096, 1184, 5, 1, 0) == "forward_dot"
+    assert planned(1, 9, 1568, 1, 17, 0) == "forward_gemm_positions"
+    assert planned(257, 32, 1024, 3, 1024, 1) == "forward_gemm"
+    assert planned(8, 4096, 1184, 5, 1, 0, "float16") != "forward_reference"

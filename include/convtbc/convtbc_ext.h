@@ -114,6 +114,26 @@ typedef struct {
 /* Fills *info; ACL_ERROR_INVALID_PARAM for a NULL info. Needs no aclInit. */
 ACL_FUNC_VISIBILITY aclError convtbcGetCpuInfo(convtbcCpuInfo *info);
 
+/* Forces, for the plans made from now on in this process, the
+ * implementations named in `names` (comma-separated, e.g.
+ * "gi_reference,gw_pairs") wherever they apply; elsewhere phase 1 chooses
+ * as usual. NULL or "" lifts the forcing. Until the first call the
+ * environment variable CONVTBC_FORCE_IMPL, read at the first plan, does the
+ * same. ACLNN_ERR_PARAM_INVALID for an unknown name (nothing changes). */
+ACL_FUNC_VISIBILITY aclnnStatus convtbcForceImplementations(const char *names);
+
+/* The implementations phase 1 of aclnnConvTbcBackward, and of aclnnConvTbc
+ * on the same sizes, picks for a problem with contiguous tensors of one
+ * dataType (ACL_FLOAT, ACL_FLOAT16 or ACL_BF16) and cubeMathType
+ * KEEP_DTYPE, on this CPU and with CONVTBC_ISA and the forcing as they are
+ * now: writes "<gradInput> <gradWeight> <gradBias> <out>" (names separated
+ * by one space, NUL-terminated) into names. ACLNN_ERR_PARAM_INVALID for a size out of
+ * 0..2^24, T + 2*pad + 1 - K below 1, another dataType or a namesSize too
+ * small (names is not written then). */
+ACL_FUNC_VISIBILITY aclnnStatus convtbcPlanImplementations(int64_t t, int64_t b, int64_t cIn, int64_t k,
+                                                           int64_t cOut, int64_t pad, aclDataType dataType,
+                                                           char *names, size_t namesSize);
+
 #ifdef __cplusplus
 }
 #endif

@@ -309,12 +309,13 @@ aclnnStatus aclnnConvTbcBackwardGetWorkspaceSize(const aclTensor *self, const ac
     CTBC_LOG(CTBC_LOG_INFO,
              "%s: T %lld, B %lld, C_in %lld, K %lld, C_out %lld, pad %lld, T_out %lld; dtypes self %s, input %s, "
              "weight %s, gradInput %s, gradWeight %s, gradBias %s; cubeMathType %d; workspace %llu bytes; "
-             "%d threads",
+             "%d threads; implementations gradInput %s, gradWeight %s, gradBias %s",
              PHASE1, (long long)x[0], (long long)x[1], (long long)x[2], (long long)w[0], (long long)w[2],
              (long long)pad, (long long)t_out, ctbc_dtype_name(self->dtype), ctbc_dtype_name(input->dtype),
              ctbc_dtype_name(weight->dtype), ctbc_dtype_name(gradInput->dtype), ctbc_dtype_name(gradWeight->dtype),
              ctbc_dtype_name(gradBias->dtype), (int)cubeMathType, (unsigned long long)made->workspace_bytes,
-             plan->threads);
+             plan->threads, ctbc_plan_impl_name(plan, CTBC_GRAD_INPUT),
+             ctbc_plan_impl_name(plan, CTBC_GRAD_WEIGHT), ctbc_plan_impl_name(plan, CTBC_GRAD_BIAS));
     *workspaceSize = made->workspace_bytes;
     *executor = made;
     return ACLNN_SUCCESS;

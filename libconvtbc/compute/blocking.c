@@ -3,36 +3,21 @@
  * and the kernel's tile (never from the thread count, so results do not
  * depend on it).
  */
+#include <math.h>
 #include <string.h>
 
 #include "compute/driver.h"
 
-/* Per-thread scratch budgets, in floats. 256 Ki floats (1 MiB) keeps each
- * packed block within L2 + a slice of L3, and the workspace bounded
- * whatever the problem size. */
-#ifndef CTBC_BUDGET_FLOATS /* tests shrink it to exercise block splitting */
-#define CTBC_BUDGET_FLOATS (256 * 1024)
-#endif
-/* a packed window is rewritten for every row block: keep it inside L2
- * (256 KiB of 512) or the packing stores miss all the way to L3 */
-#define WINDOW_FLOATS (CTBC_BUDGET_FLOATS / 4)
-#define CBUF_FLOATS (2 * CTBC_BUDGET_FLOATS)
-#define WEIGHT_FLOATS CTBC_BUDGET_FLOATS
+/* Per-thread scratch, in units of the context's budget (see context.c):
+ * a packed window is rewritten for every row block, so it stays in half
+ * of L2 (or the packing stores miss all the way to L3); accumulators and
+ * weight panels take a budget or two. */
+#define WINDOW_FLOATS(ctx) ((ctx)->budget_floats / 4)
+#define CBUF_FLOATS(ctx) (2 * (ctx)->budget_floats)
+#define WEIGHT_FLOATS(ctx) ((ctx)->budget_floats)
 
-/* Cache blocking in micro-tiles: mc = 24 mr rows of A (a 144 x 256 float
- * block = 144 KiB sits in a 512 KiB L2), nc = 16 nr columns, kc = 256
- * reduction steps (a 256 x 16 B micro-panel = 16 KiB sits in L1). */
-#ifndef CTBC_MC_TILES /* tests shrink these to exercise block edges */
-#define CTBC_MC_TILES 24
-#define CTBC_NC_TILES 16
-#define CTBC_KC 256
-#endif
-#define MC_TILES CTBC_MC_TILES
-#define NC_TILES CTBC_NC_TILES
-#define KC CTBC_KC
 /* grad_input reduces over (tap, c_out) pairs; aim for this many per block */
 #define GI_REDUCTION 384
-#define GB_CHUNK 256
 /* (tap, channel) pairs per grad_weight tile when they lie on the mr side */
 #define GW_PAIRS_MAX 48
 /* ... chosen (c_out > 1) when they fill micro-tiles this much better, every
@@ -57,80 +42,98 @@ static int64_t taps_within(int64_t k, int64_t base, int64_t step, int64_t limit)
     return ctbc_clamp(g, 1, ctbc_max(k, 1));
 }
 
-void ctbc_blocking_choose(const ctbc_problem *p, ctbc_isa isa, ctbc_blocking *bl)
+double ctbc_fill(int64_t n, int64_t size) { return (double)n / (double)ctbc_round_up(n, size); }
+
+int ctbc_applies_always(const ctbc_problem *p, const ctbc_context *ctx)
 {
-    const ctbc_kernel *kern = ctbc_kernel_for_isa(isa);
-    const int64_t mr = kern->mr, nr = kern->nr;
-    memset(bl, 0, sizeof(*bl));
-    bl->isa = (int32_t)isa;
+    (void)p;
+    (void)ctx;
+    return 1;
+}
 
-    /* grad_weight: put c_out on the side of the micro-tile it fills better
-     * (c_out is often 1..32 while c_in is hundreds). */
+/* grad_weight as per-tap GEMMs, c_out on the mr side (o_on_m) or c_in. */
+void ctbc_plan_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_m, ctbc_blocking *bl)
+{
+    const int64_t mr = ctx->kernel->mr, nr = ctx->kernel->nr;
     const int64_t c_out = ctbc_max(p->c_out, 1), c_in = ctbc_max(p->c_in, 1);
-    const double fill_m = (double)c_out / (double)ctbc_round_up(c_out, mr);
-    const double fill_n = (double)c_out / (double)ctbc_round_up(c_out, nr);
-    bl->gw_o_on_m = fill_m > fill_n;
-    const int64_t gw_m = bl->gw_o_on_m ? c_out : c_in;
-    const int64_t gw_n = bl->gw_o_on_m ? c_in : c_out;
-    bl->gw_bm = (int32_t)ctbc_min(ctbc_round_up(gw_m, mr), MC_TILES * mr);
-    bl->gw_bn = (int32_t)ctbc_min(ctbc_round_up(gw_n, nr), NC_TILES * nr);
-    bl->gw_kc = KC;
+    bl->gw_o_on_m = o_on_m;
+    const int64_t gw_m = o_on_m ? c_out : c_in;
+    const int64_t gw_n = o_on_m ? c_in : c_out;
+    bl->gw_bm = (int32_t)ctbc_min(ctbc_round_up(gw_m, mr), ctx->mc_tiles * mr);
+    bl->gw_bn = (int32_t)ctbc_min(ctbc_round_up(gw_n, nr), ctx->nc_tiles * nr);
+    bl->gw_kc = (int32_t)ctx->kc;
     /* the input window (kc + (kg-1)*b rows) lies along c's side */
-    const int64_t window_width = bl->gw_o_on_m ? bl->gw_bn : bl->gw_bm;
-    int64_t kg = taps_within(p->k, KC, p->b, WINDOW_FLOATS / window_width);
-    kg = ctbc_min(kg, ctbc_max(1, CBUF_FLOATS / ((int64_t)bl->gw_bm * bl->gw_bn)));
+    const int64_t window_width = o_on_m ? bl->gw_bn : bl->gw_bm;
+    int64_t kg = taps_within(p->k, ctx->kc, p->b, WINDOW_FLOATS(ctx) / window_width);
+    kg = ctbc_min(kg, ctbc_max(1, CBUF_FLOATS(ctx) / ((int64_t)bl->gw_bm * bl->gw_bn)));
     bl->gw_kg = (int32_t)kg;
-    const int64_t gw_blocks = ctbc_max(1, CBUF_FLOATS / (kg * bl->gw_bm * bl->gw_bn));
+    const int64_t gw_blocks = ctbc_max(1, CBUF_FLOATS(ctx) / (kg * bl->gw_bm * bl->gw_bn));
     bl->gw_chunk = (int32_t)ctbc_min(ctbc_round_up(gw_m, bl->gw_bm), gw_blocks * bl->gw_bm);
+}
 
-    /* Few output channels fill few rows of mr (or columns of nr): put
-     * (tap, channel) pairs on the mr side instead (each grad_output row
-     * then pairs with input rows b_size apart per tap), reducing over
-     * input rows. Rows where only some taps of a micro-tile reach
-     * grad_output come in runs of b_size rows, each run one more kernel
-     * call: not worth it for small batches. */
-    const int64_t t_out = ctbc_max(p->t_out, 0);
-    const double fill_plain = fill_m > fill_n ? fill_m : fill_n;
-    const double fill_pairs = (double)(p->k * c_out) / (double)ctbc_round_up(p->k * c_out, mr);
-    const int pairs_fill_better =
-        p->c_out == 1 || (t_out >= GW_TAPS_MIN_T_OUT && p->c_in >= GW_TAPS_MIN_C_IN &&
-                          fill_pairs >= GW_TAPS_GAIN * fill_plain);
-    if (p->c_out >= 1 && p->k >= 2 && mr >= 2 && p->b >= CTBC_GW_TAPS_MIN_B && pairs_fill_better) {
-        bl->gw_taps = 1;
-        bl->gw_o_on_m = 1;
-        bl->gw_bm = (int32_t)mr;
-        bl->gw_chunk = (int32_t)mr;
-        bl->gw_bn = (int32_t)ctbc_min(ctbc_round_up(c_in, nr), NC_TILES * nr);
-        bl->gw_kc = KC;
-        /* taps per tile: up to GW_PAIRS_MAX pairs, a whole number of
-         * micro-tiles when a group not much smaller allows it */
-        const int64_t kg_max = ctbc_clamp(GW_PAIRS_MAX / c_out, 1, p->k);
-        kg = kg_max;
-        for (int64_t g = kg_max; 2 * g >= kg_max; g--)
-            if ((g * c_out) % mr == 0) {
-                kg = g;
-                break;
-            }
-        bl->gw_kg = (int32_t)kg;
-    }
+/* grad_weight with (tap, channel) pairs on the mr side (see taps_tile). */
+void ctbc_plan_gw_pairs(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
+{
+    const int64_t mr = ctx->kernel->mr, nr = ctx->kernel->nr;
+    const int64_t c_out = ctbc_max(p->c_out, 1), c_in = ctbc_max(p->c_in, 1);
+    bl->gw_taps = 1;
+    bl->gw_o_on_m = 1;
+    bl->gw_bm = (int32_t)mr;
+    bl->gw_chunk = (int32_t)mr;
+    bl->gw_bn = (int32_t)ctbc_min(ctbc_round_up(c_in, nr), ctx->nc_tiles * nr);
+    bl->gw_kc = (int32_t)ctx->kc;
+    /* taps per tile: up to GW_PAIRS_MAX pairs, a whole number of
+     * micro-tiles when a group not much smaller allows it */
+    const int64_t kg_max = ctbc_clamp(GW_PAIRS_MAX / c_out, 1, ctbc_max(p->k, 1));
+    int64_t kg = kg_max;
+    for (int64_t g = kg_max; 2 * g >= kg_max; g--)
+        if ((g * c_out) % mr == 0) {
+            kg = g;
+            break;
+        }
+    bl->gw_kg = (int32_t)kg;
+}
 
-    /* grad_input: rows (t, b), columns c_in, reduction (k, o) */
-    bl->gi_bm = (int32_t)ctbc_min(ctbc_round_up(ctbc_max(p->t * p->b, 1), mr), MC_TILES * mr);
-    bl->gi_bn = (int32_t)ctbc_min(ctbc_round_up(c_in, nr), NC_TILES * nr);
+/* grad_input: rows (t, b), columns c_in, reduction (k, o) */
+void ctbc_plan_gi_window(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
+{
+    const int64_t mr = ctx->kernel->mr, nr = ctx->kernel->nr;
+    const int64_t c_out = ctbc_max(p->c_out, 1), c_in = ctbc_max(p->c_in, 1);
+    bl->gi_bm = (int32_t)ctbc_min(ctbc_round_up(ctbc_max(p->t * p->b, 1), mr), ctx->mc_tiles * mr);
+    bl->gi_bn = (int32_t)ctbc_min(ctbc_round_up(c_in, nr), ctx->nc_tiles * nr);
     bl->gi_ko = (int32_t)ctbc_min(c_out, 256);
-    kg = ctbc_clamp(GI_REDUCTION / bl->gi_ko, 1, ctbc_max(p->k, 1));
-    kg = ctbc_min(kg, taps_within(p->k, bl->gi_bm, p->b, WINDOW_FLOATS / bl->gi_ko));
-    kg = ctbc_clamp(kg, 1, ctbc_max(1, WEIGHT_FLOATS / ((int64_t)bl->gi_bn * bl->gi_ko)));
+    int64_t kg = ctbc_clamp(GI_REDUCTION / bl->gi_ko, 1, ctbc_max(p->k, 1));
+    kg = ctbc_min(kg, taps_within(p->k, bl->gi_bm, p->b, WINDOW_FLOATS(ctx) / bl->gi_ko));
+    kg = ctbc_clamp(kg, 1, ctbc_max(1, WEIGHT_FLOATS(ctx) / ((int64_t)bl->gi_bn * bl->gi_ko)));
     bl->gi_kg = (int32_t)kg;
 
     /* rows per tile: as many windows as the accumulator budget allows, so
      * that one weight panel serves them all */
     const int64_t gi_rows = ctbc_round_up(ctbc_max(p->t * p->b, 1), bl->gi_bm);
-    const int64_t windows = ctbc_max(1, CBUF_FLOATS / ((int64_t)bl->gi_bm * bl->gi_bn));
+    const int64_t windows = ctbc_max(1, CBUF_FLOATS(ctx) / ((int64_t)bl->gi_bm * bl->gi_bn));
     bl->gi_chunk = (int32_t)ctbc_min(gi_rows, windows * bl->gi_bm);
+}
 
-    bl->gb_chunk = GB_CHUNK;
+/* The relative cost of grad_weight with (tap, channel) pairs: a micro-tile
+ * fills as the pairs do, but gathering a grad_output column per pair costs
+ * about GW_TAPS_GAIN; measured not to pay below the gates. Exported for the
+ * implementation list. */
+double ctbc_cost_gw_pairs(const ctbc_problem *p, const ctbc_context *ctx);
+double ctbc_cost_gw_pairs(const ctbc_problem *p, const ctbc_context *ctx)
+{
+    const int64_t mr = ctx->kernel->mr;
+    const int64_t t_out = ctbc_max(p->t_out, 0);
+    /* Rows where only some taps of a micro-tile reach grad_output come in
+     * runs of b_size rows, each run one more kernel call: not worth it for
+     * small batches; nor for short or narrow problems, unless c_out is 1 */
+    const int gates = p->c_out == 1 || (t_out >= GW_TAPS_MIN_T_OUT && p->c_in >= GW_TAPS_MIN_C_IN);
+    if (!(p->c_out >= 1 && p->k >= 2 && mr >= 2 && p->b >= CTBC_GW_TAPS_MIN_B && gates))
+        return INFINITY;
+    return GW_TAPS_GAIN / ctbc_fill(p->k * p->c_out, mr);
+}
 
+static void choose_parallel(const ctbc_problem *p, ctbc_blocking *bl)
+{
     /* An OpenMP region costs a few microseconds: not worth it for tiny
      * problems (flops counts both GEMMs). Nor is it below ~2e6 flops when
      * another thread pool (numpy's OpenBLAS, torch) has just run: its
@@ -140,6 +143,19 @@ void ctbc_blocking_choose(const ctbc_problem *p, ctbc_isa isa, ctbc_blocking *bl
     const double flops = 4.0 * (double)p->t_out * (double)p->b * (double)p->c_in *
                          (double)p->c_out * (double)p->k;
     bl->parallel = flops >= 2e6;
+}
+
+void ctbc_blocking_choose(const ctbc_problem *p, ctbc_isa isa, uint32_t forced, ctbc_blocking *bl)
+{
+    ctbc_context ctx;
+    ctbc_context_for_isa(isa, &ctx);
+    memset(bl, 0, sizeof(*bl));
+    bl->isa = (int32_t)isa;
+    for (int g = 0; g < CTBC_GRADIENTS; g++) {
+        bl->impl[g] = ctbc_impl_choose((ctbc_gradient)g, p, &ctx, forced);
+        ctbc_impl_at((ctbc_gradient)g, bl->impl[g])->plan(p, &ctx, bl);
+    }
+    choose_parallel(p, bl);
 }
 
 static int64_t floats64(int64_t n) { return ctbc_round_up(ctbc_max(n, 1), 16); }
@@ -156,28 +172,51 @@ static int64_t ws_mul(int64_t a, int64_t b)
 }
 static int64_t ws_add(int64_t a, int64_t b) { return a + b > WS_CEILING ? WS_CEILING : a + b; }
 
+static void need_at_least(ctbc_ws_layout *need, int64_t cbuf, int64_t abuf, int64_t bbuf)
+{
+    need->cbuf = ctbc_max(need->cbuf, cbuf);
+    need->abuf = ctbc_max(need->abuf, abuf);
+    need->bbuf = ctbc_max(need->bbuf, bbuf);
+}
+
+void ctbc_scratch_none(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need)
+{
+    (void)p;
+    (void)bl;
+    (void)need;
+}
+
+void ctbc_scratch_gw_gemm(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need)
+{
+    const int64_t gw_window = ws_add(bl->gw_kc, ws_mul(bl->gw_kg - 1, p->b));
+    const int64_t gw_c = ws_mul((int64_t)bl->gw_kg * bl->gw_chunk, bl->gw_bn);
+    const int64_t gw_a = ws_mul(bl->gw_o_on_m ? bl->gw_kc : gw_window, bl->gw_bm);
+    const int64_t gw_b = ws_mul(bl->gw_o_on_m ? gw_window : bl->gw_kc, bl->gw_bn);
+    need_at_least(need, gw_c, gw_a, gw_b);
+}
+
+void ctbc_scratch_gw_pairs(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need)
+{
+    const int64_t gw_pairs = ctbc_round_up(ws_mul(bl->gw_kg, ctbc_max(p->c_out, 1)), bl->gw_bm);
+    need_at_least(need, ws_mul(gw_pairs, bl->gw_bn), ws_mul(bl->gw_kc, gw_pairs), ws_mul(bl->gw_kc, bl->gw_bn));
+}
+
+void ctbc_scratch_gi_window(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need)
+{
+    const int64_t gi_c = ws_mul(bl->gi_chunk, bl->gi_bn);
+    const int64_t gi_a = ws_mul(ws_add(bl->gi_bm, ws_mul(bl->gi_kg - 1, p->b)), bl->gi_ko);
+    const int64_t gi_b = ws_mul((int64_t)bl->gi_bn * bl->gi_kg, bl->gi_ko);
+    need_at_least(need, gi_c, gi_a, gi_b);
+}
+
 void ctbc_ws_layout_of(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *ws)
 {
-    const int64_t b = p->b;
-    /* grad_weight */
-    const int64_t gw_window = ws_add(bl->gw_kc, ws_mul(bl->gw_kg - 1, b));
-    const int64_t gw_pairs = ctbc_round_up(ws_mul(bl->gw_kg, ctbc_max(p->c_out, 1)), bl->gw_bm);
-    const int64_t gw_c = bl->gw_taps ? ws_mul(gw_pairs, bl->gw_bn) : ws_mul((int64_t)bl->gw_kg * bl->gw_chunk, bl->gw_bn);
-    const int64_t gw_a = ws_mul(bl->gw_o_on_m ? bl->gw_kc : gw_window, bl->gw_bm);
-    int64_t gw_b = ws_mul(bl->gw_o_on_m ? gw_window : bl->gw_kc, bl->gw_bn);
-    int64_t gw_a_taps = 0;
-    if (bl->gw_taps) {
-        gw_b = ws_mul(bl->gw_kc, bl->gw_bn);
-        gw_a_taps = ws_mul(bl->gw_kc, gw_pairs);
-    }
-    /* grad_input */
-    const int64_t gi_c = ws_mul(bl->gi_chunk, bl->gi_bn);
-    const int64_t gi_a = ws_mul(ws_add(bl->gi_bm, ws_mul(bl->gi_kg - 1, b)), bl->gi_ko);
-    const int64_t gi_b = ws_mul((int64_t)bl->gi_bn * bl->gi_kg, bl->gi_ko);
-
-    ws->cbuf = floats64(ctbc_max(gw_c, gi_c));
-    ws->abuf = floats64(ctbc_max(ctbc_max(gw_a, gw_a_taps), gi_a));
-    ws->bbuf = floats64(ctbc_max(gw_b, gi_b));
+    ctbc_ws_layout need = {0, 0, 0, 0};
+    for (int g = 0; g < CTBC_GRADIENTS; g++)
+        ctbc_impl_at((ctbc_gradient)g, bl->impl[g])->scratch(p, bl, &need);
+    ws->cbuf = floats64(need.cbuf);
+    ws->abuf = floats64(need.abuf);
+    ws->bbuf = floats64(need.bbuf);
     ws->per_thread = ws->cbuf + ws->abuf + ws->bbuf;
 }
 
@@ -190,4 +229,11 @@ void ctbc_blocking_store(ctbc_plan *plan, const ctbc_blocking *blocking)
 void ctbc_blocking_load(const ctbc_plan *plan, ctbc_blocking *blocking)
 {
     memcpy(blocking, plan->block, sizeof(*blocking));
+}
+
+int ctbc_grad_input_direct(const ctbc_problem *p, int64_t *row_stride)
+{
+    const int64_t *s = p->grad_input.stride;
+    return p->grad_input.dtype == CTBC_F32 && s[2] == 1 &&
+           ctbc_rows_evenly_spaced(s[0], s[1], p->b, 0, p->t * p->b - 1, row_stride);
 }

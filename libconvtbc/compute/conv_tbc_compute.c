@@ -26,11 +26,13 @@ void ctbc_plan_init(ctbc_plan *plan, const ctbc_problem *problem)
         plan->threads = 1;
 
     ctbc_blocking blocking;
-    ctbc_blocking_choose(problem, ctbc_isa_select(), &blocking);
+    ctbc_blocking_choose(problem, ctbc_isa_select(), ctbc_impl_forced(), &blocking);
     ctbc_blocking_store(plan, &blocking);
 
     ctbc_ws_layout layout;
     ctbc_ws_layout_of(problem, &blocking, &layout);
+    _Static_assert(sizeof(layout) == sizeof(plan->scratch_floats), "layout must fit in the plan");
+    memcpy(plan->scratch_floats, &layout, sizeof(layout));
     const int teams = blocking.parallel ? plan->threads : 1;
     /* An absurd problem's layout sits at blocking.c's ceiling; its byte
      * count then stops at SIZE_MAX, a workspace no allocation can meet. */
@@ -48,15 +50,21 @@ static ctbc_scratch scratch_of(float *base, const ctbc_ws_layout *layout, int wo
     return (ctbc_scratch){mine, mine + layout->cbuf, mine + layout->cbuf + layout->abuf};
 }
 
-static void run_item(const ctbc_run *run, int64_t item, int64_t n_gw, int64_t n_gi,
-                     const ctbc_scratch *scratch)
+/* The work items of one run: the tiles of grad_weight, then grad_input,
+ * then grad_bias, each computed by its gradient's implementation. */
+typedef struct {
+    const ctbc_impl *impl[CTBC_GRADIENTS];
+    int64_t first[CTBC_GRADIENTS + 1]; /* item of each one's tile 0; the total */
+} work_items;
+
+static const ctbc_gradient ITEM_ORDER[CTBC_GRADIENTS] = {CTBC_GRAD_WEIGHT, CTBC_GRAD_INPUT, CTBC_GRAD_BIAS};
+
+static void run_item(const ctbc_run *run, const work_items *items, int64_t item, const ctbc_scratch *scratch)
 {
-    if (item < n_gw)
-        ctbc_grad_weight_tile(run, item, scratch);
-    else if (item < n_gw + n_gi)
-        ctbc_grad_input_tile(run, item - n_gw, scratch);
-    else
-        ctbc_grad_bias_tile(run, item - n_gw - n_gi);
+    int g = 0;
+    while (item >= items->first[g + 1])
+        g++;
+    items->impl[g]->run_tile(run, item - items->first[g], scratch);
 }
 
 void ctbc_execute(const ctbc_plan *plan, const ctbc_buffers *buffers, void *workspace)
@@ -73,18 +81,26 @@ void ctbc_execute(const ctbc_plan *plan, const ctbc_buffers *buffers, void *work
     run.grad_input = buffers->grad_input;
     run.grad_weight = buffers->grad_weight;
     run.grad_bias = buffers->grad_bias;
-    const ctbc_operand grad_input_view =
-        ctbc_operand_make(buffers->grad_input, &p->grad_input, CTBC_ROUND_NONE, run.kernel);
-    run.grad_input_direct =
-        ctbc_operand_direct(&grad_input_view, p->b, p->t * p->b, &run.grad_input_row_stride);
+    const int64_t *gi = p->grad_input.stride, *gw = p->grad_weight.stride;
+    run.gi_out = ctbc_writer_make(buffers->grad_input, p->grad_input.dtype, run.kernel, p->b, gi[0], gi[1], gi[2]);
+    run.gw_c_rows = ctbc_writer_make(buffers->grad_weight, p->grad_weight.dtype, run.kernel, INT64_MAX, 0, gw[1], gw[2]);
+    run.gw_o_rows = ctbc_writer_make(buffers->grad_weight, p->grad_weight.dtype, run.kernel, INT64_MAX, 0, gw[2], gw[1]);
+    run.gb_out = ctbc_writer_make(buffers->grad_bias, p->grad_bias.dtype, run.kernel, 1, 0, 0, p->grad_bias.stride[0]);
+    run.grad_input_row_stride = 0;
+    if (run.blocking.gi_in_place)
+        ctbc_grad_input_direct(p, &run.grad_input_row_stride);
 
     ctbc_ws_layout layout;
-    ctbc_ws_layout_of(p, &run.blocking, &layout);
+    memcpy(&layout, plan->scratch_floats, sizeof(layout));
     float *base = (float *)(((uintptr_t)workspace + (WS_ALIGN - 1)) & ~(uintptr_t)(WS_ALIGN - 1));
 
-    const int64_t n_gw = ctbc_grad_weight_tiles(&run);
-    const int64_t n_gi = ctbc_grad_input_tiles(&run);
-    const int64_t n_items = n_gw + n_gi + ctbc_grad_bias_tiles(&run);
+    work_items items;
+    items.first[0] = 0;
+    for (int i = 0; i < CTBC_GRADIENTS; i++) {
+        items.impl[i] = ctbc_impl_at(ITEM_ORDER[i], run.blocking.impl[ITEM_ORDER[i]]);
+        items.first[i + 1] = items.first[i] + items.impl[i]->tiles(&run);
+    }
+    const int64_t n_items = items.first[CTBC_GRADIENTS];
     const int parallel = run.blocking.parallel && plan->threads > 1 && n_items > 1 && ctbc_may_start_team();
 
     if (!parallel) {
@@ -92,7 +108,7 @@ void ctbc_execute(const ctbc_plan *plan, const ctbc_buffers *buffers, void *work
          * with futex calls that cost more than a small problem's compute */
         const ctbc_scratch scratch = scratch_of(base, &layout, 0);
         for (int64_t item = 0; item < n_items; item++)
-            run_item(&run, item, n_gw, n_gi, &scratch);
+            run_item(&run, &items, item, &scratch);
         return;
     }
 #pragma omp parallel num_threads(plan->threads)
@@ -102,6 +118,6 @@ void ctbc_execute(const ctbc_plan *plan, const ctbc_buffers *buffers, void *work
         const ctbc_scratch scratch = scratch_of(base, &layout, omp_get_thread_num());
 #pragma omp for schedule(dynamic, 1)
         for (int64_t item = 0; item < n_items; item++)
-            run_item(&run, item, n_gw, n_gi, &scratch);
+            run_item(&run, &items, item, &scratch);
     }
 }

@@ -56,13 +56,23 @@ typedef struct {
     ctbc_rounding rounding;
 } ctbc_problem;
 
+/* The three gradients, in the order of CANN's outputs. */
+typedef enum {
+    CTBC_GRAD_INPUT = 0,
+    CTBC_GRAD_WEIGHT = 1,
+    CTBC_GRAD_BIAS = 2,
+    CTBC_GRADIENTS = 3
+} ctbc_gradient;
+
 /* Filled by ctbc_plan_init; opaque to the API layer except workspace_bytes. */
 typedef struct {
     ctbc_problem problem;
     int threads;            /* OpenMP threads phase 2 uses */
     size_t workspace_bytes; /* scratch phase 2 needs, 64-byte aligned base */
     /* Blocking chosen in phase 1 (used only by the compute layer). */
-    int64_t block[8];
+    int64_t block[12];
+    /* Per-thread scratch layout in floats (used only by the compute layer). */
+    int64_t scratch_floats[4];
 } ctbc_plan;
 
 /* Addresses of element [0,0,0] of each view (the view offset applied). */
@@ -73,6 +83,16 @@ typedef struct {
 
 /* Fixes blocking and thread count for `problem` and books scratch. */
 void ctbc_plan_init(ctbc_plan *plan, const ctbc_problem *problem);
+
+/* Name of the implementation the plan computes `gradient` with (see
+ * driver.h). */
+const char *ctbc_plan_impl_name(const ctbc_plan *plan, ctbc_gradient gradient);
+
+/* Forces the implementations named in `names` (comma-separated) where they
+ * apply, for the plans made from now on; NULL or "" lifts the forcing.
+ * Until the first call, CONVTBC_FORCE_IMPL (read at the first plan) does.
+ * Returns 0, or -1 for an unknown name (then nothing changes). */
+int ctbc_force_implementations(const char *names);
 
 /* Computes grad_input, grad_weight and grad_bias. `workspace` holds at least
  * plan->workspace_bytes bytes (may be NULL when that is 0). */

@@ -28,10 +28,12 @@
 #include <float.h>
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "compute/cpu_features.h"
+#include "compute/driver.h"
 #include "compute/float_convert.h"
 #include "compute/team.h"
 
@@ -39,11 +41,10 @@
 #define WS_ALIGN 64
 /* Below this many flops a team costs more than it saves. */
 #define PARALLEL_FLOPS 2e6
-/* Micro-tiles per block of output rows (their float32 sums live on the
- * stack: 24 x 6 x 16 floats with the AVX2 kernel) and reduction values per
- * chunk (a 256 x 16 chunk of a weight panel is 16 KiB). */
-#define FORWARD_BLOCK_TILES 24
-#define FORWARD_CHUNK 256
+/* Most micro-tiles in a block of output rows: their float32 sums live on
+ * the stack. (The block and the reduction chunk come from the kernel
+ * context: its mc micro-tiles and kc.) */
+#define FORWARD_MAX_BLOCK_TILES 32
 
 typedef struct {
     const ctbc_forward_plan *plan;
@@ -210,14 +211,14 @@ static void gemm_run(const forward_run *run, float *scratch)
     /* (implicit barrier: the tiles read both copies) */
 
     const int64_t t_lo = run->plan->t_lo, rows = (run->plan->t_hi - t_lo) * b_count;
-    const int64_t block_rows = FORWARD_BLOCK_TILES * mr, row_blocks = (rows + block_rows - 1) / block_rows;
+    const int64_t block_rows = run->plan->block_tiles * mr, row_blocks = (rows + block_rows - 1) / block_rows;
     /* Output step t reads sequence steps t - pad + K - 1 + k, k < K. */
     const float *first_row = sequence + (t_lo - p->pad + k_count - 1) * b_count * c_in;
-    /* The reduction (tap, channel) in chunks of about FORWARD_CHUNK values:
+    /* The reduction (tap, channel) in chunks of about kc (the plan's chunk) values:
      * whole taps while a tap is short, else one tap in channel slices; a
      * chunk of the weight panel then stays in L2 across a block's tiles. */
-    const int64_t taps_per_chunk = c_in >= FORWARD_CHUNK ? 1 : FORWARD_CHUNK / c_in; /* c_in > 0 here */
-    const int64_t channels_per_chunk = c_in >= FORWARD_CHUNK ? FORWARD_CHUNK : c_in;
+    const int64_t taps_per_chunk = c_in >= run->plan->chunk ? 1 : run->plan->chunk / c_in; /* c_in > 0 here */
+    const int64_t channels_per_chunk = c_in >= run->plan->chunk ? run->plan->chunk : c_in;
     /* Row-block-major, so a thread's run of items reuses one block of self
      * across the weight panels. */
 #pragma omp for schedule(static)
@@ -226,7 +227,7 @@ static void gemm_run(const forward_run *run, float *scratch)
         const int64_t row_begin = block * block_rows;
         const int64_t row_end = row_begin + block_rows < rows ? row_begin + block_rows : rows;
         const float *weight_panel = panels + panel * k_count * c_in * nr;
-        float sums[FORWARD_BLOCK_TILES * CTBC_MR_MAX * CTBC_NR_MAX];
+        float sums[FORWARD_MAX_BLOCK_TILES * CTBC_MR_MAX * CTBC_NR_MAX];
         bool first = true;
         for (int64_t k0 = 0; k0 < k_count; k0 += taps_per_chunk)
             for (int64_t c0 = 0; c0 < c_in; c0 += channels_per_chunk) {
@@ -339,19 +340,19 @@ static void positions_run(const forward_run *run, float *scratch)
     /* (implicit barrier: the tiles read both copies) */
 
     const int64_t t_lo = run->plan->t_lo, positions = (run->plan->t_hi - t_lo) * b_count;
-    const int64_t block_columns = FORWARD_BLOCK_TILES * nr;
+    const int64_t block_columns = run->plan->block_tiles * nr;
     const int64_t column_blocks = (positions + block_columns - 1) / block_columns;
     /* Output step t reads sequence steps t - pad + K - 1 + k, k < K. */
     const float *first_column = sequence + (t_lo - p->pad + k_count - 1) * b_count;
-    const int64_t taps_per_chunk = c_in >= FORWARD_CHUNK ? 1 : FORWARD_CHUNK / c_in; /* c_in > 0 here */
-    const int64_t channels_per_chunk = c_in >= FORWARD_CHUNK ? FORWARD_CHUNK : c_in;
+    const int64_t taps_per_chunk = c_in >= run->plan->chunk ? 1 : run->plan->chunk / c_in; /* c_in > 0 here */
+    const int64_t channels_per_chunk = c_in >= run->plan->chunk ? run->plan->chunk : c_in;
 #pragma omp for schedule(static)
     for (int64_t item = 0; item < column_blocks * panel_count; item++) {
         const int64_t block = item / panel_count, panel = item % panel_count;
         const int64_t column_begin = block * block_columns;
         const int64_t column_end = column_begin + block_columns < positions ? column_begin + block_columns : positions;
         const float *weight_panel = panels + panel * k_count * c_in * mr;
-        float sums[CTBC_MR_MAX * FORWARD_BLOCK_TILES * CTBC_NR_MAX]; /* [mr][block_columns] */
+        float sums[CTBC_MR_MAX * FORWARD_MAX_BLOCK_TILES * CTBC_NR_MAX]; /* [mr][block_columns] */
         bool first = true;
         for (int64_t k0 = 0; k0 < k_count; k0 += taps_per_chunk)
             for (int64_t c0 = 0; c0 < c_in; c0 += channels_per_chunk) {
@@ -554,18 +555,19 @@ enum { IMPLEMENTATION_COUNT = sizeof IMPLEMENTATIONS / sizeof *IMPLEMENTATIONS }
 
 /* ---- plan and execute ----------------------------------------------------- */
 
-/* The implementation CONVTBC_FORCE_IMPL names (a comma-separated list of
- * names, across ops), or -1. */
-static int forced_implementation(void)
+static const char *implementation_names[IMPLEMENTATION_COUNT + 1]; /* NULL-terminated */
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void name_implementations(void)
 {
-    const char *list = getenv("CONVTBC_FORCE_IMPL");
-    for (int i = 0; list && i < IMPLEMENTATION_COUNT; i++) {
-        const size_t n = strlen(IMPLEMENTATIONS[i].name);
-        for (const char *at = strstr(list, IMPLEMENTATIONS[i].name); at; at = strstr(at + 1, IMPLEMENTATIONS[i].name))
-            if ((at == list || at[-1] == ',') && (at[n] == '\0' || at[n] == ','))
-                return i;
-    }
-    return -1;
+    for (int i = 0; i < IMPLEMENTATION_COUNT; i++)
+        implementation_names[i] = IMPLEMENTATIONS[i].name;
+}
+
+const char *const *ctbc_forward_implementation_names(void)
+{
+    pthread_once(&names_once, name_implementations);
+    return implementation_names;
 }
 
 void ctbc_forward_plan_init(ctbc_forward_plan *plan, const ctbc_forward_problem *problem)
@@ -579,10 +581,14 @@ void ctbc_forward_plan_init(ctbc_forward_plan *plan, const ctbc_forward_problem 
     t_lo = t_lo < 0 ? 0 : t_lo > problem->t_out ? problem->t_out : t_lo;
     t_hi = t_hi > problem->t_out ? problem->t_out : t_hi < t_lo ? t_lo : t_hi;
     plan->t_lo = t_lo, plan->t_hi = t_hi;
-    const ctbc_kernel *kernel = ctbc_kernel_for_isa((ctbc_isa)plan->isa);
+    ctbc_context context;
+    ctbc_context_for_isa((ctbc_isa)plan->isa, &context);
+    const ctbc_kernel *kernel = context.kernel;
+    plan->block_tiles = context.mc_tiles < FORWARD_MAX_BLOCK_TILES ? context.mc_tiles : FORWARD_MAX_BLOCK_TILES;
+    plan->chunk = context.kc;
     /* The cheapest, or the forced one where it applies. */
     const int64_t rows = (t_hi - t_lo) * problem->b;
-    const int forced = forced_implementation();
+    const int forced = ctbc_forward_forced();
     double best = HUGE_VAL;
     for (int i = 0; i < IMPLEMENTATION_COUNT; i++) {
         const double cost = IMPLEMENTATIONS[i].cost(problem, kernel, rows);

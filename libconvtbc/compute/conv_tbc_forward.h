@@ -40,12 +40,22 @@ typedef struct {
     bool parallel;          /* worth a team at all */
     int isa;                /* the kernel (ctbc_isa) the plan was made for */
     int64_t t_lo, t_hi;     /* output steps that read self; the others are bias alone */
+    int64_t block_tiles;    /* micro-tiles per block of outputs (the kernel context's mc) */
+    int64_t chunk;          /* reduction values per chunk (its kc) */
     size_t workspace_bytes; /* scratch phase 2 needs */
 } ctbc_forward_plan;
 
-/* Picks the implementation (CONVTBC_FORCE_IMPL may force one by name) and
- * books scratch. */
+/* Picks the implementation (the cheapest, or one forced by name where it
+ * applies) and books scratch. */
 void ctbc_forward_plan_init(ctbc_forward_plan *plan, const ctbc_forward_problem *problem);
+
+/* The implementations' names, in list order, NULL-terminated (forcing by
+ * name reads them). */
+const char *const *ctbc_forward_implementation_names(void);
+
+/* The index of the forward implementation forced by name
+ * (CONVTBC_FORCE_IMPL or ctbc_force_implementations, impls.c), or -1. */
+int ctbc_forward_forced(void);
 
 /* The chosen implementation's name, for logs and `convtbc info --plan`. */
 const char *ctbc_forward_implementation_name(const ctbc_forward_plan *plan);

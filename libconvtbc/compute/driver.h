@@ -13,12 +13,30 @@
 #include "compute/cpu_features.h"
 #include "compute/pack.h"
 
+/* What phase 1 sizes blocks from: the ISA's micro-kernel and its cache
+ * blocking, derived once from the CPU's cache sizes (context.c; BLIS's
+ * context: the framework reads sizes from here, never from the ISA's
+ * name). */
+typedef struct {
+    ctbc_isa isa;
+    const ctbc_kernel *kernel;
+    int64_t mc_tiles;      /* mr-side cache block, in micro-tiles */
+    int64_t nc_tiles;      /* nr-side cache block, in micro-tiles */
+    int64_t kc;            /* reduction steps per packed block */
+    int64_t budget_floats; /* per-thread scratch budget unit */
+} ctbc_context;
+
+void ctbc_context_for_isa(ctbc_isa isa, ctbc_context *context);
+
 /* Blocking chosen at plan time, stored in ctbc_plan.block[]. */
 typedef struct {
     int32_t isa;        /* ctbc_isa of the kernels the plan was sized for */
     int32_t parallel;   /* 1: enough work to open an OpenMP region */
+    /* the implementation of each gradient: index in ctbc_impl_list(g) */
+    int32_t impl[CTBC_GRADIENTS];
     /* grad_weight = per tap k, a [c_in x c_out] GEMM reducing over (t, b) */
     int32_t gw_o_on_m;  /* 1: c_out on the micro-tile's mr side (small c_out) */
+    int32_t gw_gemv;    /* 1: c_out is 1 on the mr side: one row, GEMV calls */
     int32_t gw_taps;    /* 1 (few c_out): (tap, channel) pairs on the mr side,
                            c_in on the nr side, reducing over input rows;
                            gw_kg taps a tile */
@@ -29,6 +47,8 @@ typedef struct {
     int32_t gw_kc;      /* (t, b) rows reduced per packed block */
     int32_t gw_kg;      /* taps sharing one packed input window */
     /* grad_input = [(t, b) x c_in] reducing over (k, o) */
+    int32_t gi_merge;   /* 1: partial taps merged when the weights are finite */
+    int32_t gi_in_place;/* 1: tiles reduced in one block written into grad_input */
     int32_t gi_bm;      /* (t, b) rows per packed window (multiple of mr) */
     int32_t gi_chunk;   /* (t, b) rows per tile (multiple of gi_bm): the
                            weight panel is packed once per tile */
@@ -44,7 +64,8 @@ typedef struct {
     int64_t cbuf, abuf, bbuf, per_thread;
 } ctbc_ws_layout;
 
-void ctbc_blocking_choose(const ctbc_problem *problem, ctbc_isa isa, ctbc_blocking *blocking);
+void ctbc_blocking_choose(const ctbc_problem *problem, ctbc_isa isa, uint32_t forced,
+                          ctbc_blocking *blocking);
 void ctbc_ws_layout_of(const ctbc_problem *problem, const ctbc_blocking *blocking,
                        ctbc_ws_layout *layout);
 void ctbc_blocking_store(ctbc_plan *plan, const ctbc_blocking *blocking);
@@ -57,9 +78,11 @@ typedef struct {
     const ctbc_kernel *kernel;
     ctbc_operand grad_output, input, weight;
     void *grad_input, *grad_weight, *grad_bias;
-    /* 1: grad_input is float32 with unit column stride and evenly spaced
-     * rows (grad_input_row_stride apart), so tiles may be written in place */
-    int grad_input_direct;
+    /* the outputs' writers: grad_input by (t, b) rows; grad_weight[k] with
+     * c_in or c_out along the tile's rows; grad_bias as one row */
+    ctbc_writer gi_out, gw_c_rows, gw_o_rows, gb_out;
+    /* grad_input's row stride when it is float32 with unit column stride
+     * and evenly spaced rows (needed by gi_in_place) */
     int64_t grad_input_row_stride;
 } ctbc_run;
 
@@ -67,19 +90,65 @@ typedef struct {
     float *cbuf, *abuf, *bbuf;
 } ctbc_scratch;
 
+/*
+ * One way of computing one gradient (oneDNN's implementation list): the
+ * plan picks, per gradient, the cheapest implementation that applies;
+ * ties go to the one listed first, and the reference (plain loops, float32
+ * sums in a fixed order) is listed last and always applies.
+ */
+typedef struct ctbc_impl {
+    const char *name;
+    /* 1: computes this problem exactly as documented with this context */
+    int (*applies)(const ctbc_problem *problem, const ctbc_context *context);
+    /* estimated time per multiply-add, relative to the other
+     * implementations of the gradient; INFINITY: measured not to pay,
+     * taken only when forced */
+    double (*cost)(const ctbc_problem *problem, const ctbc_context *context);
+    /* fills the gradient's part of the blocking */
+    void (*plan)(const ctbc_problem *problem, const ctbc_context *context, ctbc_blocking *blocking);
+    /* raises `need` to the scratch a tile uses */
+    void (*scratch)(const ctbc_problem *problem, const ctbc_blocking *blocking, ctbc_ws_layout *need);
+    int64_t (*tiles)(const ctbc_run *run);
+    void (*run_tile)(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch);
+} ctbc_impl;
+
+/* The implementations of a gradient, best first, NULL-terminated. */
+const ctbc_impl *const *ctbc_impl_list(ctbc_gradient gradient);
+/* The one at `index` of that list. */
+const ctbc_impl *ctbc_impl_at(ctbc_gradient gradient, int index);
+/* Implementations forced by name (CONVTBC_FORCE_IMPL, read at the first
+ * plan, or ctbc_force_implementations): 4 bits per gradient g at 4*g,
+ * 0 for none, else 1 + the index in its list. */
+uint32_t ctbc_impl_forced(void);
+/* Index of the implementation a plan uses: the forced one when it
+ * applies, else the cheapest that applies. */
+int ctbc_impl_choose(ctbc_gradient gradient, const ctbc_problem *problem, const ctbc_context *context,
+                     uint32_t forced);
+
+extern const ctbc_impl ctbc_impl_gw_pairs, ctbc_impl_gw_c_on_m, ctbc_impl_gw_gemv, ctbc_impl_gw_o_on_m,
+    ctbc_impl_gw_reference;
+extern const ctbc_impl ctbc_impl_gi_merged_in_place, ctbc_impl_gi_merged, ctbc_impl_gi_in_place,
+    ctbc_impl_gi_window, ctbc_impl_gi_reference;
+extern const ctbc_impl ctbc_impl_gb_rows;
+
+/* Plans and scratch shared by implementations (blocking.c). */
+void ctbc_plan_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_m, ctbc_blocking *bl);
+void ctbc_plan_gw_pairs(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl);
+void ctbc_plan_gi_window(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl);
+void ctbc_scratch_gw_gemm(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
+void ctbc_scratch_gw_pairs(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
+void ctbc_scratch_gi_window(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
+void ctbc_scratch_none(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
+int ctbc_applies_always(const ctbc_problem *p, const ctbc_context *ctx);
+/* 1: grad_input is float32 with unit column stride and evenly spaced rows */
+int ctbc_grad_input_direct(const ctbc_problem *p, int64_t *row_stride);
+/* the share of a micro-tile side of `size` that n real rows fill */
+double ctbc_fill(int64_t n, int64_t size);
+
 /* Computes the full micro-tile of one kernel call into scratch and adds only
  * the rows whose row_ok flag is set to c. */
 void ctbc_edge_rows(const ctbc_kernel *kern, const ctbc_ukr_args *args, const float *a,
                     const float *b, float *c, int64_t ldc, const unsigned char *row_ok);
-
-int64_t ctbc_grad_weight_tiles(const ctbc_run *run);
-void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch);
-
-int64_t ctbc_grad_input_tiles(const ctbc_run *run);
-void ctbc_grad_input_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch);
-
-int64_t ctbc_grad_bias_tiles(const ctbc_run *run);
-void ctbc_grad_bias_tile(const ctbc_run *run, int64_t tile);
 
 static inline int64_t ctbc_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static inline int64_t ctbc_round_up(int64_t a, int64_t b) { return ctbc_ceil_div(a, b) * b; }
@@ -88,6 +157,45 @@ static inline int64_t ctbc_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t ctbc_clamp(int64_t v, int64_t lo, int64_t hi)
 {
     return v < lo ? lo : v > hi ? hi : v;
+}
+
+/*
+ * Tap k pairs input step t with grad_output step s = t + pad - k; the term
+ * exists only when 0 <= s < t_out (and 0 <= t < t_in). Every driver asks
+ * this one relation in one of two forms.
+ */
+typedef struct {
+    int64_t lo, hi; /* [lo, hi), empty when lo >= hi */
+} ctbc_range;
+
+/* 1: tap k pairs input step t with a grad_output step. */
+static inline int ctbc_tap_reaches(const ctbc_problem *p, int64_t t, int64_t k)
+{
+    return (uint64_t)(t + p->pad - k) < (uint64_t)p->t_out;
+}
+
+/* The taps in [k0, k1) with s < t_out for input step t_a and s >= 0 for
+ * t_b: (t_first, t_last) gives the taps reaching grad_output from some step
+ * of [t_first, t_last], (t_last, t_first) those reaching it from all. */
+static inline ctbc_range ctbc_taps_between(const ctbc_problem *p, int64_t t_a, int64_t t_b, int64_t k0,
+                                           int64_t k1)
+{
+    const int64_t lo = t_a + p->pad - p->t_out + 1, hi = t_b + p->pad + 1;
+    return (ctbc_range){lo > k0 ? lo : k0, hi < k1 ? hi : k1};
+}
+
+/* The grad_output steps s of tap k whose input step s + k - pad exists. */
+static inline ctbc_range ctbc_tap_steps(const ctbc_problem *p, int64_t k)
+{
+    const int64_t lo = ctbc_clamp(p->pad - k, 0, p->t_out);
+    return (ctbc_range){lo, ctbc_clamp(p->pad + p->t - k, lo, p->t_out)};
+}
+
+/* The same, as input steps t (clamped to [0, t_in], also when empty). */
+static inline ctbc_range ctbc_tap_input_steps(const ctbc_problem *p, int64_t k)
+{
+    const ctbc_range s = ctbc_tap_steps(p, k);
+    return (ctbc_range){ctbc_clamp(s.lo + k - p->pad, 0, p->t), ctbc_clamp(s.hi + k - p->pad, 0, p->t)};
 }
 
 #endif /* CONVTBC_COMPUTE_DRIVER_H */

@@ -7,13 +7,14 @@
 
 #define CHUNK_MAX 256
 
-int64_t ctbc_grad_bias_tiles(const ctbc_run *run)
+static int64_t gb_tiles(const ctbc_run *run)
 {
     return ctbc_ceil_div(run->problem->c_out, run->blocking.gb_chunk);
 }
 
-void ctbc_grad_bias_tile(const ctbc_run *run, int64_t tile)
+static void gb_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)
 {
+    (void)scratch;
     const ctbc_problem *p = run->problem;
     const int64_t chunk = ctbc_min(run->blocking.gb_chunk, CHUNK_MAX);
     const int64_t o0 = tile * chunk, no = ctbc_min(chunk, p->c_out - o0);
@@ -29,8 +30,23 @@ void ctbc_grad_bias_tile(const ctbc_run *run, int64_t tile)
             for (int64_t o = 0; o < no; o++)
                 acc[o] += row[o];
         }
-    const ctbc_layout *lay = &p->grad_bias;
-    ctbc_store_tile(ctbc_element_ptr(run->grad_bias, lay->dtype, o0 * lay->stride[0]), lay->dtype,
-                    acc, no, 1, no, 0, 1, 0, 0, lay->stride[0],
-                    ctbc_store16_for(run->kernel, lay->dtype), run->kernel->transpose);
+    ctbc_write_tile(&run->gb_out, o0 * p->grad_bias.stride[0], acc, no, 1, no, 0);
 }
+
+static double cost_rows(const ctbc_problem *p, const ctbc_context *ctx)
+{
+    (void)p;
+    (void)ctx;
+    return 1.0;
+}
+
+static void plan_rows(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
+{
+    (void)p;
+    (void)ctx;
+    bl->gb_chunk = CHUNK_MAX;
+}
+
+/* plain loops already: the reference too */
+const ctbc_impl ctbc_impl_gb_rows = {"gb_rows", ctbc_applies_always, cost_rows, plan_rows, ctbc_scratch_none,
+                                     gb_tiles, gb_tile};

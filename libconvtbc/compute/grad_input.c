@@ -14,6 +14,7 @@
  * valid for only some rows go through edge_rows (full tile into scratch,
  * keep the valid rows).
  */
+#include <math.h>
 #include <string.h>
 
 #include "compute/driver.h"
@@ -38,7 +39,7 @@ static gi_shape shape_of(const ctbc_run *run)
     return s;
 }
 
-int64_t ctbc_grad_input_tiles(const ctbc_run *run)
+static int64_t gi_tiles(const ctbc_run *run)
 {
     const gi_shape s = shape_of(run);
     return s.tiles_m * s.tiles_n;
@@ -169,10 +170,8 @@ static void micro_tile(const ctbc_run *run, const reduction_block *rb, const win
         if (k >= sp->kf_lo && k < sp->kf_hi)
             continue;
         unsigned char row_ok[CTBC_MR_MAX] = {0};
-        for (int64_t i = 0; i < valid; i++) {
-            const int64_t tg = (row0 + i) / b_size + pad - k;
-            row_ok[i] = tg >= 0 && tg < t_out;
-        }
+        for (int64_t i = 0; i < valid; i++)
+            row_ok[i] = ctbc_tap_reaches(p, (row0 + i) / b_size, k);
         const float *a = sp->window + (k1 - 1 - k) * b_size * src->ld;
         if (src->direct) {
             /* copy the rows this tap reaches; zeros elsewhere */
@@ -257,10 +256,12 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
             sp->valid = ctbc_min(mr, m0 + mb - sp->row0);
             const int64_t t_lo = sp->row0 / b_size, t_hi = (sp->row0 + sp->valid - 1) / b_size;
             /* taps valid for every row, and for at least one row */
-            sp->ka_lo = ctbc_max(k0, t_lo + pad - t_out + 1);
-            sp->ka_hi = ctbc_min(k1, t_hi + pad + 1);
-            sp->kf_lo = merged ? sp->ka_lo : ctbc_max(k0, t_hi + pad - t_out + 1);
-            sp->kf_hi = merged ? sp->ka_hi : ctbc_min(k1, t_lo + pad + 1);
+            const ctbc_range any = ctbc_taps_between(p, t_lo, t_hi, k0, k1);
+            const ctbc_range all = merged ? any : ctbc_taps_between(p, t_hi, t_lo, k0, k1);
+            sp->ka_lo = any.lo;
+            sp->ka_hi = any.hi;
+            sp->kf_lo = all.lo;
+            sp->kf_hi = all.hi;
             const int64_t edge_taps =
                 (sp->ka_hi - sp->ka_lo) - ctbc_max(0, sp->kf_hi - sp->kf_lo);
             sp->single_call = sp->kf_lo < sp->kf_hi && edge_taps == 0;
@@ -301,13 +302,13 @@ static void window_step(const ctbc_run *run, const reduction_block *rb, int64_t 
     }
 }
 
-void ctbc_grad_input_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)
+static void window_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)
 {
     const ctbc_problem *p = run->problem;
     const ctbc_blocking *bl = &run->blocking;
     const int64_t mr = run->kernel->mr, nr = run->kernel->nr;
     const gi_shape s = shape_of(run);
-    const int64_t b_size = p->b, pad = p->pad, t_out = p->t_out;
+    const int64_t b_size = p->b;
 
     const int64_t mi = tile % s.tiles_m, ni = tile / s.tiles_m;
     const int64_t m0 = mi * bl->gi_chunk, mb = ctbc_min(bl->gi_chunk, s.m_size - m0);
@@ -315,10 +316,9 @@ void ctbc_grad_input_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch 
     const int64_t nbp = ctbc_round_up(nb, nr), strips_n = nbp / nr;
     const int64_t mbp = ctbc_round_up(mb, mr);
 
-    /* taps that touch any row of the tile: 0 <= t + pad - k < t_out */
-    const int64_t t_first = m0 / b_size, t_last = (m0 + mb - 1) / b_size;
-    const int64_t k_any_lo = ctbc_max(0, t_first + pad - t_out + 1);
-    const int64_t k_any_hi = ctbc_min(p->k, t_last + pad + 1);
+    /* taps that touch any row of the tile */
+    const ctbc_range taps = ctbc_taps_between(p, m0 / b_size, (m0 + mb - 1) / b_size, 0, p->k);
+    const int64_t k_any_lo = taps.lo, k_any_hi = taps.hi;
 
     /* A tile whose reduction is one block is finished in one visit per
      * micro-tile: when grad_input is float32 with evenly spaced rows it is
@@ -326,7 +326,7 @@ void ctbc_grad_input_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch 
     const ctbc_layout *lay = &p->grad_input;
     const int one_block =
         k_any_lo < k_any_hi && k_any_hi - k_any_lo <= bl->gi_kg && 0 < p->c_out && p->c_out <= bl->gi_ko;
-    const int in_place = one_block && run->grad_input_direct;
+    const int in_place = one_block && bl->gi_in_place;
     tile_out out = {scratch->cbuf, nbp, 0, one_block, nb};
     if (in_place)
         out = (tile_out){(float *)run->grad_input + m0 * run->grad_input_row_stride + c0,
@@ -334,10 +334,7 @@ void ctbc_grad_input_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch 
     else if (!one_block)
         memset(out.c, 0, (size_t)(mbp * nbp) * sizeof(float));
 
-    /* small problems: merge partial taps (see window_step) */
-    const double macs =
-        (double)p->t * (double)p->b * (double)p->c_in * (double)p->k * (double)p->c_out;
-    const int merge = (p->k > 1 || pad > 0) && macs < GI_MERGE_MACS;
+    const int merge = bl->gi_merge;
     for (int64_t k0 = k_any_lo; k0 < k_any_hi; k0 += bl->gi_kg) {
         const int64_t k1 = ctbc_min(k_any_hi, k0 + bl->gi_kg);
         for (int64_t o0 = 0; o0 < p->c_out; o0 += bl->gi_ko) {
@@ -355,7 +352,71 @@ void ctbc_grad_input_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch 
     }
     if (in_place)
         return;
-    ctbc_store_tile(ctbc_element_ptr(run->grad_input, lay->dtype, c0 * lay->stride[2]), lay->dtype,
-                    out.c, nbp, mb, nb, m0, b_size, lay->stride[0], lay->stride[1], lay->stride[2],
-                    ctbc_store16_for(run->kernel, lay->dtype), run->kernel->transpose);
+    ctbc_write_tile(&run->gi_out, c0 * lay->stride[2], out.c, nbp, mb, nb, m0);
 }
+
+/* The implementations (see driver.h): one driver, whose partial taps are
+ * merged (small problems, where partial micro-tiles are many) or not, and
+ * whose tiles are written in place or through the accumulator. */
+
+static int applies_in_place(const ctbc_problem *p, const ctbc_context *ctx)
+{
+    (void)ctx;
+    int64_t row_stride;
+    return ctbc_grad_input_direct(p, &row_stride);
+}
+
+/* Merging costs a finiteness check of every weight panel and multiplies
+ * the zero rows of partial taps; measured to pay below GI_MERGE_MACS
+ * multiply-adds, and only where partial taps exist (k > 1 or padding). */
+static double cost_merged(const ctbc_problem *p, const ctbc_context *ctx)
+{
+    (void)ctx;
+    const double macs = (double)p->t * (double)p->b * (double)p->c_in * (double)p->k * (double)p->c_out;
+    return (p->k > 1 || p->pad > 0) && macs < GI_MERGE_MACS ? 1.0 : INFINITY;
+}
+
+static double cost_window(const ctbc_problem *p, const ctbc_context *ctx)
+{
+    (void)p;
+    (void)ctx;
+    return 1.0;
+}
+
+static void plan_with(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl, int merge,
+                      int in_place)
+{
+    ctbc_plan_gi_window(p, ctx, bl);
+    bl->gi_merge = merge;
+    bl->gi_in_place = in_place;
+}
+
+static void plan_merged_in_place(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
+{
+    plan_with(p, ctx, bl, 1, 1);
+}
+
+static void plan_merged(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
+{
+    plan_with(p, ctx, bl, 1, 0);
+}
+
+static void plan_in_place(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
+{
+    plan_with(p, ctx, bl, 0, 1);
+}
+
+static void plan_window(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
+{
+    plan_with(p, ctx, bl, 0, 0);
+}
+
+const ctbc_impl ctbc_impl_gi_merged_in_place = {"gi_merged_in_place", applies_in_place, cost_merged,
+                                                plan_merged_in_place, ctbc_scratch_gi_window, gi_tiles,
+                                                window_tile};
+const ctbc_impl ctbc_impl_gi_merged = {"gi_merged", ctbc_applies_always, cost_merged, plan_merged,
+                                       ctbc_scratch_gi_window, gi_tiles, window_tile};
+const ctbc_impl ctbc_impl_gi_in_place = {"gi_in_place", applies_in_place, cost_window, plan_in_place,
+                                         ctbc_scratch_gi_window, gi_tiles, window_tile};
+const ctbc_impl ctbc_impl_gi_window = {"gi_window", ctbc_applies_always, cost_window, plan_window,
+                                       ctbc_scratch_gi_window, gi_tiles, window_tile};

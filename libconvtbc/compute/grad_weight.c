@@ -37,19 +37,18 @@ static gw_shape shape_of(const ctbc_run *run)
     return s;
 }
 
-int64_t ctbc_grad_weight_tiles(const ctbc_run *run)
+static int64_t gw_tiles(const ctbc_run *run)
 {
     const gw_shape s = shape_of(run);
     return s.tiles_m * s.tiles_n * ctbc_ceil_div(run->problem->k, run->blocking.gw_kg);
 }
 
-/* Reduction rows [lo, hi) of tap k: those t with pad <= t + k < pad + t_in. */
+/* Reduction rows [lo, hi) of tap k: the rows of its grad_output steps. */
 static void tap_rows(const ctbc_problem *p, int64_t k, int64_t *lo, int64_t *hi)
 {
-    const int64_t t_lo = ctbc_clamp(p->pad - k, 0, p->t_out);
-    const int64_t t_hi = ctbc_clamp(p->pad + p->t - k, t_lo, p->t_out);
-    *lo = t_lo * p->b;
-    *hi = t_hi * p->b;
+    const ctbc_range s = ctbc_tap_steps(p, k);
+    *lo = s.lo * p->b;
+    *hi = s.hi * p->b;
 }
 
 /*
@@ -99,20 +98,33 @@ static const float *side_at(const side *sd, int64_t strip, int64_t row, int64_t 
     return sd->packed + ((strip - sd->direct_strips) * sd->rows + row - sd->first) * sd->width;
 }
 
-/* Prepares a side over operand rows [first, first + rows) (rows outside
- * [row_lo, row_hi) are never read), columns [col0, col0 + ncols), in `buf`
- * of rows * round_up(ncols, width) floats. */
-static side side_make(const ctbc_operand *op, int64_t b_size, int64_t rows_total, float *buf,
-                      int64_t rows, int64_t width, int64_t first, int64_t row_lo,
-                      int64_t row_hi, int64_t col0, int64_t ncols, int64_t reuse,
+/* An operand as the sides read it: rows g = t*b_size + b, rows_total of them. */
+typedef struct {
+    const ctbc_operand *op;
+    int64_t b_size, rows_total;
+} operand_rows;
+
+/* A block of an operand: rows [first, first + rows) (rows outside
+ * [row_lo, row_hi) are never read), columns [col0, col0 + ncols). */
+typedef struct {
+    int64_t first, rows, row_lo, row_hi, col0, ncols;
+} row_block;
+
+/* Prepares a side of strips `width` wide over a block, in `buf` of
+ * rows * round_up(ncols, width) floats; each strip is read by `reuse`
+ * kernel calls, in place when that is at most `max_reuse`. */
+static side side_make(const operand_rows *src, const row_block *blk, int64_t width, float *buf, int64_t reuse,
                       int64_t max_reuse)
 {
+    const ctbc_operand *op = src->op;
+    const int64_t b_size = src->b_size, first = blk->first, rows = blk->rows, col0 = blk->col0;
+    const int64_t ncols = blk->ncols, row_lo = blk->row_lo, row_hi = blk->row_hi;
     side sd = {NULL, 0, 0, 0, buf, first, rows, width};
     int64_t rs;
     /* In place only when few kernel calls reuse each strip: a packed strip
      * is contiguous (no TLB walk per row), which pays for the copy once
      * several calls read it. */
-    if (reuse <= max_reuse && ctbc_operand_direct(op, b_size, rows_total, &rs)) {
+    if (reuse <= max_reuse && ctbc_operand_direct(op, b_size, src->rows_total, &rs)) {
         sd.direct_strips = ncols / width;
         sd.row_stride = rs;
         sd.direct = (const float *)op->data + col0;
@@ -148,13 +160,8 @@ static void pack_column(float *dst, const ctbc_operand *op, int64_t b_size, int6
     if (lo >= hi)
         return;
     const int64_t g = first + lo;
-    /* rows equally spaced (all in one time step, or b rows one t apart) */
-    int64_t step = -1;
-    if (b_size == 1)
-        step = op->s0;
-    else if (op->s0 == b_size * op->s1 || g / b_size == (first + hi - 1) / b_size)
-        step = op->s1;
-    if (step >= 0)
+    int64_t step;
+    if (ctbc_rows_evenly_spaced(op->s0, op->s1, b_size, g, first + hi - 1, &step) && step >= 0)
         ctbc_convert_run(dst + lo, op, (g / b_size) * op->s0 + (g % b_size) * op->s1 + col * op->s2,
                          step, hi - lo);
     else
@@ -248,9 +255,8 @@ static void taps_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
     memset(cbuf, 0, (size_t)(pairs_p * nbp) * sizeof(float));
 
     /* input rows tap k reaches: [lo(k), hi(k)), both increasing in k */
-#define TAP_LO(k) ctbc_clamp(((k) - pad) * b_size, 0, input_rows)
-#define TAP_HI(k) ctbc_clamp(((k) - pad) * b_size + g_rows, 0, input_rows)
-    const int64_t x_lo = TAP_LO(k0), x_hi = TAP_HI(k1 - 1);
+    const int64_t x_lo = ctbc_tap_input_steps(p, k0).lo * b_size;
+    const int64_t x_hi = ctbc_tap_input_steps(p, k1 - 1).hi * b_size;
     const int64_t n_blocks = x_hi > x_lo ? ctbc_ceil_div(x_hi - x_lo, bl->gw_kc) : 0;
     const int64_t block_rows = n_blocks ? ctbc_ceil_div(x_hi - x_lo, n_blocks) : 0;
     for (int64_t x0 = x_lo; x0 < x_hi; x0 += block_rows) {
@@ -264,8 +270,9 @@ static void taps_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
             pack_column(gcol + r * len, &run->grad_output, b_size, g_rows,
                         x0 - (k0 + r / c_out - pad) * b_size, len, r % c_out);
         memset(gcol + pairs * len, 0, (size_t)((pairs_p - pairs) * len) * sizeof(float));
-        const side nside = side_make(&run->input, b_size, input_rows, scratch->bbuf, x1 - x0, nr,
-                                     x0, x0, x1, n0, nb, pairs_p / mr, DIRECT_REUSE_PAIRS);
+        const operand_rows in_rows = {&run->input, b_size, input_rows};
+        const row_block blk = {x0, x1 - x0, x0, x1, n0, nb};
+        const side nside = side_make(&in_rows, &blk, nr, scratch->bbuf, pairs_p / mr, DIRECT_REUSE_PAIRS);
         for (int64_t g0 = 0; g0 < pairs; g0 += PAIR_TILES * mr) {
             /* the segments of each micro-tile, the same for every strip */
             pair_tile plans[PAIR_TILES];
@@ -276,8 +283,9 @@ static void taps_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
                 int64_t lo[CTBC_MR_MAX], hi[CTBC_MR_MAX];
                 for (int64_t i = 0; i < n_real; i++) {
                     const int64_t k = k0 + (r0 + i) / c_out;
-                    lo[i] = TAP_LO(k);
-                    hi[i] = TAP_HI(k);
+                    const ctbc_range x = ctbc_tap_input_steps(p, k);
+                    lo[i] = x.lo * b_size;
+                    hi[i] = x.hi * b_size;
                 }
                 plan_pair_tile(&plans[q], n_real, lo, hi, x0, x1);
             }
@@ -300,17 +308,12 @@ static void taps_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
             }
         }
     }
-#undef TAP_LO
-#undef TAP_HI
 
     /* per tap: a [c_out x nb] tile of grad_weight[k] (stored transposed) */
     const ctbc_layout *gw = &p->grad_weight;
-    for (int64_t k = k0; k < k1; k++) {
-        void *out = ctbc_element_ptr(run->grad_weight, gw->dtype, k * gw->stride[0] + n0 * gw->stride[1]);
-        ctbc_store_tile(out, gw->dtype, cbuf + (k - k0) * c_out * nbp, nbp, c_out, nb, 0, INT64_MAX, 0,
-                        gw->stride[2], gw->stride[1], ctbc_store16_for(run->kernel, gw->dtype),
-                        run->kernel->transpose);
-    }
+    for (int64_t k = k0; k < k1; k++)
+        ctbc_write_tile(&run->gw_o_rows, k * gw->stride[0] + n0 * gw->stride[1],
+                        cbuf + (k - k0) * c_out * nbp, nbp, c_out, nb, 0);
 }
 
 /* C row 0 (y) += the mr side's column 0 against every strip of the nr side
@@ -335,12 +338,8 @@ static void gemv_row(const ctbc_kernel *kern, const side *mside, const side *nsi
     }
 }
 
-void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)
+static void gemm_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)
 {
-    if (run->blocking.gw_taps) {
-        taps_tile(run, tile, scratch);
-        return;
-    }
     const ctbc_problem *p = run->problem;
     const ctbc_blocking *bl = &run->blocking;
     const ctbc_kernel *kern = run->kernel;
@@ -358,13 +357,14 @@ void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch
     const int64_t b_size = p->b, kc = bl->gw_kc;
 
     /* a single output channel on the mr side: one row of C, a GEMV */
-    const int one_row = o_on_m && s.m_size == 1;
+    const int one_row = bl->gw_gemv;
 
     /* Rows any tap of the group needs: tap k1-1 starts lowest, k0 ends highest. */
     int64_t u_lo, u_hi, unused;
     tap_rows(p, k1 - 1, &u_lo, &unused);
     tap_rows(p, k0, &unused, &u_hi);
     const int64_t input_rows = p->t * b_size, g_rows = p->t_out * b_size;
+    const operand_rows in_rows = {&run->input, b_size, input_rows}, go_rows = {&run->grad_output, b_size, g_rows};
 
     /* equal row blocks of at most kc: no short tail block whose kernel
      * calls would be all overhead */
@@ -387,20 +387,17 @@ void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch
 
         /* the nr side once per row block ... */
         const int64_t reuse_n = ctbc_ceil_div(ctbc_min(mb, bl->gw_bm), mr);
-        side nside = o_on_m ? side_make(&run->input, b_size, input_rows, scratch->bbuf, window, nr,
-                                        x_first, 0, input_rows, n0, nb, reuse_n, DIRECT_REUSE_N)
-                            : side_make(&run->grad_output, b_size, g_rows, scratch->bbuf, rows,
-                                        nr, r0, r0, r1, n0, nb, reuse_n, DIRECT_REUSE_N);
+        const row_block x_n = {x_first, window, 0, input_rows, n0, nb}, g_n = {r0, rows, r0, r1, n0, nb};
+        side nside = side_make(o_on_m ? &in_rows : &go_rows, o_on_m ? &x_n : &g_n, nr, scratch->bbuf, reuse_n,
+                               DIRECT_REUSE_N);
 
         /* ... and the mr side per block of the tile */
         for (int64_t w0 = 0; w0 < mb; w0 += bl->gw_bm) {
             const int64_t wb = ctbc_min(bl->gw_bm, mb - w0), strips_m = ctbc_ceil_div(wb, mr);
-            side mside = o_on_m
-                             ? side_make(&run->grad_output, b_size, g_rows, scratch->abuf, rows, mr,
-                                         r0, r0, r1, m0 + w0, wb, strips_n, DIRECT_REUSE_M)
-                             : side_make(&run->input, b_size, input_rows, scratch->abuf, window,
-                                         mr, x_first, 0, input_rows, m0 + w0, wb, strips_n,
-                                         DIRECT_REUSE_M);
+            const row_block x_m = {x_first, window, 0, input_rows, m0 + w0, wb};
+            const row_block g_m = {r0, rows, r0, r1, m0 + w0, wb};
+            side mside = side_make(o_on_m ? &go_rows : &in_rows, o_on_m ? &g_m : &x_m, mr, scratch->abuf, strips_n,
+                                   DIRECT_REUSE_M);
 
             for (int64_t k = k0; k < k1; k++) {
                 int64_t lo, hi;
@@ -438,13 +435,64 @@ void ctbc_grad_weight_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch
     }
 
     const ctbc_layout *gw = &p->grad_weight;
-    for (int64_t k = k0; k < k1; k++) {
-        const float *ck = cbuf + (k - k0) * mbp * nbp;
-        /* rows of the tile are c (or o), a one-level row index */
-        const int64_t rs = o_on_m ? gw->stride[2] : gw->stride[1];
-        const int64_t cs = o_on_m ? gw->stride[1] : gw->stride[2];
-        void *out = ctbc_element_ptr(run->grad_weight, gw->dtype, k * gw->stride[0] + n0 * cs);
-        ctbc_store_tile(out, gw->dtype, ck, nbp, mb, nb, m0, INT64_MAX, 0, rs, cs,
-                        ctbc_store16_for(run->kernel, gw->dtype), run->kernel->transpose);
-    }
+    /* rows of the tile are c (or o), columns o (or c) */
+    const ctbc_writer *out = o_on_m ? &run->gw_o_rows : &run->gw_c_rows;
+    for (int64_t k = k0; k < k1; k++)
+        ctbc_write_tile(out, k * gw->stride[0] + n0 * out->cs, cbuf + (k - k0) * mbp * nbp, nbp, mb, nb, m0);
 }
+
+/* The implementations (see driver.h). Cost: the time per multiply-add goes
+ * as 1 / (share of the micro-tile's side the problem fills). */
+
+static double cost_c_on_m(const ctbc_problem *p, const ctbc_context *ctx)
+{
+    return 1.0 / ctbc_fill(ctbc_max(p->c_out, 1), ctx->kernel->nr);
+}
+
+static double cost_o_on_m(const ctbc_problem *p, const ctbc_context *ctx)
+{
+    return 1.0 / ctbc_fill(ctbc_max(p->c_out, 1), ctx->kernel->mr);
+}
+
+static int applies_pairs(const ctbc_problem *p, const ctbc_context *ctx)
+{
+    (void)ctx;
+    return p->c_out >= 1;
+}
+
+static int applies_gemv(const ctbc_problem *p, const ctbc_context *ctx)
+{
+    (void)ctx;
+    return p->c_out == 1;
+}
+
+static void plan_c_on_m(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
+{
+    ctbc_plan_gw_gemm(p, ctx, 0, bl);
+}
+
+static void plan_o_on_m(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
+{
+    ctbc_plan_gw_gemm(p, ctx, 1, bl);
+}
+
+static void plan_gemv(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
+{
+    ctbc_plan_gw_gemm(p, ctx, 1, bl);
+    bl->gw_gemv = 1;
+}
+
+double ctbc_cost_gw_pairs(const ctbc_problem *p, const ctbc_context *ctx);
+
+/* few output channels: (tap, channel) pairs on the mr side */
+const ctbc_impl ctbc_impl_gw_pairs = {"gw_pairs", applies_pairs, ctbc_cost_gw_pairs, ctbc_plan_gw_pairs,
+                                      ctbc_scratch_gw_pairs, gw_tiles, taps_tile};
+/* per-tap GEMM, c_in on the mr side */
+const ctbc_impl ctbc_impl_gw_c_on_m = {"gw_c_on_m", ctbc_applies_always, cost_c_on_m, plan_c_on_m,
+                                       ctbc_scratch_gw_gemm, gw_tiles, gemm_tile};
+/* c_out 1: one row of C per tap, GEMV calls */
+const ctbc_impl ctbc_impl_gw_gemv = {"gw_gemv", applies_gemv, cost_o_on_m, plan_gemv,
+                                     ctbc_scratch_gw_gemm, gw_tiles, gemm_tile};
+/* per-tap GEMM, c_out on the mr side */
+const ctbc_impl ctbc_impl_gw_o_on_m = {"gw_o_on_m", ctbc_applies_always, cost_o_on_m, plan_o_on_m,
+                                       ctbc_scratch_gw_gemm, gw_tiles, gemm_tile};

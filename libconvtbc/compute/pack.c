@@ -29,13 +29,7 @@ int ctbc_operand_direct(const ctbc_operand *op, int64_t b_size, int64_t rows_tot
 {
     if (op->dtype != CTBC_F32 || op->rounding != CTBC_ROUND_NONE || op->s2 != 1)
         return 0;
-    if (b_size == 1)
-        *row_stride = op->s0;
-    else if (rows_total <= b_size || op->s0 == b_size * op->s1)
-        *row_stride = op->s1;
-    else
-        return 0;
-    return 1;
+    return ctbc_rows_evenly_spaced(op->s0, op->s1, b_size, 0, rows_total - 1, row_stride);
 }
 
 /*
@@ -253,12 +247,10 @@ void ctbc_pack_rows(float *dst, int64_t ld, int64_t nrows, const ctbc_operand *o
     }
     for (int64_t r = 0; r < r_begin; r++)
         memset(dst + r * ld, 0, (size_t)ncols * sizeof(float));
-    int64_t rs;
+    int64_t rs, step;
     if (r_begin < r_end && ld == ncols && op->s2 == 1 &&
-        (b_size == 1 ? op->s0 == ncols
-                     : op->s1 == ncols && (op->s0 == b_size * op->s1 ||
-                                           (row_first + r_begin) / b_size ==
-                                               (row_first + r_end - 1) / b_size))) {
+        ctbc_rows_evenly_spaced(op->s0, op->s1, b_size, row_first + r_begin, row_first + r_end - 1, &step) &&
+        step == ncols) {
         /* the rows follow each other in the operand as in dst: one run */
         const int64_t g = row_first + r_begin;
         rs = (g / b_size) * op->s0 + (g % b_size) * op->s1 + col0;
@@ -383,11 +375,22 @@ void ctbc_pack_weight(float *dst, int nr, const ctbc_operand *weight, int64_t k0
 /* Column run narrowed per bulk call in a transposed store. */
 #define STORE_RUN 256
 
-void ctbc_store_tile(void *out, ctbc_dtype dtype, const float *src, int64_t ld, int64_t rows,
-                     int64_t cols, int64_t row_first, int64_t row_split, int64_t rs_hi,
-                     int64_t rs_lo, int64_t cs, ctbc_h16_store_fn store16,
-                     ctbc_transpose_fn transpose)
+ctbc_writer ctbc_writer_make(void *base, ctbc_dtype dtype, const ctbc_kernel *kernel, int64_t row_split,
+                             int64_t rs_hi, int64_t rs_lo, int64_t cs)
 {
+    return (ctbc_writer){base, dtype, row_split, rs_hi, rs_lo, cs, ctbc_store16_for(kernel, dtype),
+                         kernel->transpose};
+}
+
+void ctbc_write_tile(const ctbc_writer *writer, int64_t offset, const float *src, int64_t ld,
+                     int64_t rows, int64_t cols, int64_t row_first)
+{
+    void *out = ctbc_element_ptr(writer->base, writer->dtype, offset);
+    const ctbc_dtype dtype = writer->dtype;
+    const int64_t row_split = writer->row_split, rs_hi = writer->rs_hi, rs_lo = writer->rs_lo;
+    const int64_t cs = writer->cs;
+    const ctbc_h16_store_fn store16 = writer->store16;
+    const ctbc_transpose_fn transpose = writer->transpose;
     int64_t g_hi = row_first / row_split, g_lo = row_first % row_split;
     if (cs != 1 && rs_lo == 1 && g_lo + rows <= row_split) {
         /* the tile's rows are the output's unit-stride dimension (a

@@ -39,6 +39,21 @@ static inline ctbc_h16_store_fn ctbc_store16_for(const ctbc_kernel *kernel, ctbc
     return dtype == CTBC_F16 ? kernel->f16_store : dtype == CTBC_BF16 ? kernel->bf16_store : 0;
 }
 
+/* Rows g in [first, last] of a [t, b, x] view with strides s0, s1 (row
+ * g = t*b_size + b) lie evenly spaced, *step apart: with one batch entry,
+ * with t's stride b_size times b's, or all in one time step. */
+static inline int ctbc_rows_evenly_spaced(int64_t s0, int64_t s1, int64_t b_size, int64_t first, int64_t last,
+                                          int64_t *step)
+{
+    if (b_size == 1)
+        *step = s0;
+    else if (s0 == b_size * s1 || first / b_size == last / b_size)
+        *step = s1;
+    else
+        return 0;
+    return 1;
+}
+
 /*
  * An operand the kernels can read in place: float32 without rounding, unit
  * column stride, and rows g = t*b_size + b equally spaced (true for
@@ -81,15 +96,29 @@ void ctbc_pack_weight(float *dst, int nr, const ctbc_operand *weight, int64_t k0
                       int64_t o0, int64_t no, int64_t c0, int64_t nc);
 
 /*
- * Writes src[i*ld + j] (i < rows, j < cols) to the output element at
- * (g / row_split)*rs_hi + (g % row_split)*rs_lo + j*cs, g = row_first + i,
- * converted to dtype with round-to-nearest-even (store16, if not NULL,
- * does unit-stride 16-bit rows: see ctbc_store16_for; transpose, if not
- * NULL, does float32 tiles whose rows are the output's unit stride).
+ * Where a float32 result tile goes: an output view of dtype, whose tile row
+ * g lies at (g / row_split)*rs_hi + (g % row_split)*rs_lo elements and
+ * column j at j*cs (a two-level row index because grad_input's rows are the
+ * flattened (t, b) pairs). Built once per run and output orientation, with
+ * the kernel set's 16-bit narrowing and float32 transpose (NULL: scalar).
  */
-void ctbc_store_tile(void *out, ctbc_dtype dtype, const float *src, int64_t ld, int64_t rows,
-                     int64_t cols, int64_t row_first, int64_t row_split, int64_t rs_hi,
-                     int64_t rs_lo, int64_t cs, ctbc_h16_store_fn store16,
-                     ctbc_transpose_fn transpose);
+typedef struct {
+    void *base;
+    ctbc_dtype dtype;
+    int64_t row_split, rs_hi, rs_lo, cs;
+    ctbc_h16_store_fn store16;
+    ctbc_transpose_fn transpose;
+} ctbc_writer;
+
+ctbc_writer ctbc_writer_make(void *base, ctbc_dtype dtype, const ctbc_kernel *kernel, int64_t row_split,
+                             int64_t rs_hi, int64_t rs_lo, int64_t cs);
+
+/*
+ * Writes src[i*ld + j] (i < rows, j < cols) as tile rows row_first + i of
+ * the writer's view, from element `offset` on, converted with
+ * round-to-nearest-even.
+ */
+void ctbc_write_tile(const ctbc_writer *writer, int64_t offset, const float *src, int64_t ld,
+                     int64_t rows, int64_t cols, int64_t row_first);
 
 #endif /* CONVTBC_COMPUTE_PACK_H */

@@ -1,0 +1,54 @@
+/*
+ * Kernel contexts (see driver.h): each ISA's micro-kernel with its cache
+ * blocking, derived once per process from the data cache sizes the CPU
+ * reports (CPUID, cpu_probe.c), as BLIS sizes MC/NC/KC from the caches:
+ *
+ *   kc: a kc x nr micro-panel of B fills half of L1d;
+ *   mc: an mc x kc block of A fills 9/32 of L2 (the rest holds the
+ *       streaming B panel and C);
+ *   nc: a kc x nc block of B fills half of L2;
+ *   budget (per-thread scratch unit): L2 / 2 floats.
+ *
+ * With 32 KiB L1d and 512 KiB L2 (the AMD EPYC the constants were measured
+ * on) this gives the AVX2 kernel's kc 256, mc 24 and nc 16 micro-tiles and
+ * a 256 Ki-float budget, the values it had as constants. A CPU that reports
+ * nothing gets those caches.
+ */
+#include <pthread.h>
+
+#include "compute/cpu_probe.h"
+#include "compute/driver.h"
+
+#define DEFAULT_L1D (32 * 1024)
+#define DEFAULT_L2 (512 * 1024)
+
+static ctbc_context contexts[CTBC_ISA_AVX512_BF16 + 1];
+static pthread_once_t contexts_once = PTHREAD_ONCE_INIT;
+
+static void context_from_caches(ctbc_isa isa, int64_t l1d, int64_t l2, ctbc_context *ctx)
+{
+    ctx->isa = isa;
+    ctx->kernel = ctbc_kernel_for_isa(isa);
+    const int64_t mr = ctx->kernel->mr, nr = ctx->kernel->nr, f = (int64_t)sizeof(float);
+    ctx->kc = ctbc_clamp(l1d / 2 / (nr * f) / 16 * 16, 64, 1024);
+    ctx->mc_tiles = ctbc_clamp(l2 * 9 / 32 / (ctx->kc * f) / mr, 4, 64);
+    ctx->nc_tiles = ctbc_clamp(l2 / 2 / (ctx->kc * f) / nr, 4, 64);
+    ctx->budget_floats = ctbc_clamp(l2 / 2, 64 * 1024, 4 * 1024 * 1024);
+}
+
+static void make_contexts(void)
+{
+    int64_t l1d = ctbc_cpu_probe()->l1d_bytes, l2 = ctbc_cpu_probe()->l2_bytes;
+    if (l1d < 4096 || l2 < 64 * 1024) { /* nothing sensible reported */
+        l1d = DEFAULT_L1D;
+        l2 = DEFAULT_L2;
+    }
+    for (int isa = CTBC_ISA_PORTABLE; isa <= CTBC_ISA_AVX512_BF16; isa++)
+        context_from_caches((ctbc_isa)isa, l1d, l2, &contexts[isa]);
+}
+
+void ctbc_context_for_isa(ctbc_isa isa, ctbc_context *ctx)
+{
+    pthread_once(&contexts_once, make_contexts);
+    *ctx = contexts[isa];
+}

@@ -1,0 +1,193 @@
+"""Every implementation of every gradient, forced in turn
+(convtbcForceImplementations) on the same problems, against the float64 reference:
+numerics (bounds of test_numerics), NaN/Inf propagation, strided views, and
+bit-identical results across 1, 2 and 3 threads. So no implementation is
+tested only when some shape happens to reach it.
+
+Which implementation a forced name yields is checked against the
+documented rules (`applies` below): a name is honoured where it applies,
+and otherwise the plan falls back to its own choice.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+import convtbc_py
+from conftest import run_python
+from convtbc_py.plan import force_implementations, forced_implementations, plan_implementations
+from reference import BF16, F16, F32, assert_close, conv_tbc_backward_ref
+from test_nan_inf import check_special
+from test_numerics import make_view
+
+GRAD_INPUT = ["gi_merged_in_place", "gi_merged", "gi_in_place", "gi_window", "gi_reference"]
+GRAD_WEIGHT = ["gw_pairs", "gw_c_on_m", "gw_gemv", "gw_o_on_m", "gw_reference"]
+# forced together, one of each gradient per run
+FORCED = [f"{gi},{gw}" for gi, gw in zip(GRAD_INPUT, GRAD_WEIGHT)]
+
+# T, B, C_in, K, C_out, pad: padding and partial taps, K > T, c_out 1 (the
+# GEMV), a batch of 8+ with few channels (pairs), c_in past one 256-wide
+# block, enough work for a parallel run, and the smallest problem.
+PROBLEMS = [
+    (7, 3, 5, 3, 4, 2),
+    (3, 2, 9, 6, 5, 4),
+    (20, 9, 37, 4, 1, 1),
+    (13, 10, 130, 5, 7, 2),
+    (5, 17, 70, 2, 33, 0),
+    (24, 8, 300, 3, 20, 1),
+    (1, 1, 1, 1, 1, 0),
+]
+DTYPES = {"float32": F32, "float16": F16, "bfloat16": BF16}
+
+
+def applies(name, problem, dtype):
+    """The documented applicability rules (contiguous operands)."""
+    c_out = problem[4]
+    if name.endswith("in_place"):
+        return dtype == "float32"  # grad_input float32 with evenly spaced rows
+    if name == "gw_gemv":
+        return c_out == 1
+    if name == "gw_pairs":
+        return c_out >= 1
+    return True
+
+
+@pytest.fixture
+def forced(request):
+    names = request.param.split(",")
+    with forced_implementations(*names):
+        yield names
+
+
+def operands(rng, problem, dt):
+    t, b, c_in, k, c_out, pad = problem
+    t_out = t + 2 * pad + 1 - k
+    mk = lambda s: rng.uniform(-1, 1, size=s).astype(np.float32).astype(dt)  # noqa: E731
+    return mk((t_out, b, c_out)), mk((t, b, c_in)), mk((k, c_in, c_out)), mk((c_out,))
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: "x".join(map(str, p)))
+@pytest.mark.parametrize("forced", FORCED, indirect=True)
+def test_forced_numerics(forced, problem, dtype, rng):
+    chosen = plan_implementations(*problem, dtype)
+    for name, gradient in zip(forced, ("gradInput", "gradWeight")):
+        assert (chosen[gradient] == name) == applies(name, problem, dtype), (name, chosen)
+    go, x, w, bias = operands(rng, problem, DTYPES[dtype])
+    gi, gw, gb = convtbc_py.conv_tbc_backward(go, x, w, bias, problem[5])
+    r_gi, r_gw, r_gb = conv_tbc_backward_ref(go, x, w, problem[5])
+    assert_close(gi, r_gi, "gradInput")
+    assert_close(gw, r_gw, "gradWeight")
+    assert_close(gb, r_gb, "gradBias")
+
+
+@pytest.mark.parametrize("kind", ["transposed", "sliced", "reversed"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("forced", FORCED, indirect=True)
+def test_forced_views(forced, dtype, kind, rng):
+    for problem in (PROBLEMS[0], PROBLEMS[3]):
+        go, x, w, bias = (make_view(a, kind, rng) for a in operands(rng, problem, DTYPES[dtype]))
+        gi, gw, gb = convtbc_py.conv_tbc_backward(go, x, w, bias, problem[5])
+        r_gi, r_gw, r_gb = conv_tbc_backward_ref(go, x, w, problem[5])
+        assert_close(gi, r_gi, "gradInput")
+        assert_close(gw, r_gw, "gradWeight")
+        assert_close(gb, r_gb, "gradBias")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("pad", [0, 2])
+@pytest.mark.parametrize("forced", FORCED, indirect=True)
+def test_forced_nan_inf(forced, pad, dtype):
+    # Specials where every term that holds them exists (grad_output at a
+    # step that meets real input rows for every tap), and at the first and
+    # last input rows, which some taps pair with no grad_output row.
+    rng = np.random.default_rng(pad)
+    t, b, c_in, k, c_out = 12, 8, 130, 4, 7
+    t_out = t + 2 * pad + 1 - k
+    dt = DTYPES[dtype]
+    mk = lambda s: rng.uniform(0.5, 1.0, size=s).astype(np.float32).astype(dt)  # noqa: E731
+    go, x, w, bias = mk((t_out, b, c_out)), mk((t, b, c_in)), mk((k, c_in, c_out)), mk((c_out,))
+    go[5, 3, 6] = np.inf
+    x[0, 7, 129] = -np.inf
+    x[t - 1, 0, 0] = np.nan
+    w[3, 64, 2] = np.inf
+    w[0, 5, 0] = -np.inf
+    gi, gw, gb = convtbc_py.conv_tbc_backward(go, x, w, bias, pad)
+    r = conv_tbc_backward_ref(go, x, w, pad)
+    check_special(gi, r[0], "gradInput")
+    check_special(gw, r[1], "gradWeight")
+    check_special(gb, r[2], "gradBias")
+
+
+WORKER = r"""
+import sys, numpy as np
+import convtbc_py
+from test_implementations import FORCED, PROBLEMS, DTYPES, operands
+out = {}
+from convtbc_py.plan import force_implementations
+for f in FORCED:
+    force_implementations(f.split(","))
+    for i, problem in enumerate(PROBLEMS):
+        for dtype in ("float32", "float16"):
+            ops = operands(np.random.default_rng(i), problem, DTYPES[dtype])
+            for j, a in enumerate(convtbc_py.conv_tbc_backward(*ops, problem[5])):
+                out[f"{f}_{i}_{dtype}_{j}"] = np.ascontiguousarray(a).view(np.uint8)
+np.savez(sys.argv[1], **out)
+"""
+
+
+def test_forced_thread_counts_bit_identical(tmp_path):
+    results = {}
+    for threads in (1, 2, 3):
+        path = tmp_path / f"out_{threads}.npz"
+        run_python(f"import sys; sys.argv = ['w', {str(path)!r}]\n" + WORKER,
+                   env_extra={"OMP_NUM_THREADS": str(threads)}, timeout=300)
+        with np.load(path) as z:
+            results[threads] = {k: z[k].copy() for k in z.files}
+    assert len(results[1]) == len(FORCED) * len(PROBLEMS) * 2 * 3
+    for threads in (2, 3):
+        for key, value in results[1].items():
+            assert results[threads][key].tobytes() == value.tobytes(), (key, threads)
+
+
+def test_unforced_choices_differ_by_shape():
+    # The cost model picks different implementations for different shapes
+    # (documented choices: few output channels with a batch of 8+ put
+    # (tap, channel) pairs on the micro-tile rows; c_out 1 otherwise is a
+    # GEMV; a float32 grad_input is written in place).
+    chosen = plan_implementations(15, 257, 832, 5, 7, 2, "float32")
+    assert {g: chosen[g] for g in ("gradInput", "gradWeight", "gradBias")} == {
+        "gradInput": "gi_in_place", "gradWeight": "gw_pairs", "gradBias": "gb_rows"}
+    assert plan_implementations(64, 1, 100, 5, 1, 2, "float32")["gradWeight"] == "gw_gemv"
+    assert plan_implementations(30, 40, 300, 3, 300, 1, "bfloat16")["gradInput"] != "gi_in_place"
+
+
+def test_unknown_force_name_is_refused():
+    unforced = plan_implementations(13, 10, 130, 5, 7, 2, "float32")
+    with forced_implementations("gi_reference"):
+        with pytest.raises(convtbc_py.AclnnError, match="gw_nothing"):
+            force_implementations(["gw_nothing"])
+        # the refused call changed nothing
+        assert plan_implementations(13, 10, 130, 5, 7, 2, "float32")["gradInput"] == "gi_reference"
+    assert plan_implementations(13, 10, 130, 5, 7, 2, "float32") == unforced
+
+
+@pytest.mark.parametrize("args", [
+    (5, 2, 3, 9, 4, 0, "float32"),   # T_out < 1
+    (-1, 2, 3, 1, 4, 0, "float32"),
+    (5, 2, 3, 1, 4, 0, "float64"),
+])
+def test_plan_refuses_bad_problems(args):
+    with pytest.raises((convtbc_py.AclnnError, ValueError)):
+        plan_implementations(*args)
+
+
+def test_info_plan_cli_and_environment(convtbc_cli):
+    # CONVTBC_FORCE_IMPL forces from the first plan on (unknown names skipped)
+    import subprocess
+    env = dict(os.environ, CONVTBC_FORCE_IMPL="no_such_impl,gi_reference")
+    p = subprocess.run([convtbc_cli, "info", "--plan", "15", "257", "832", "5", "7", "2", "float32"],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split("\n")[:3] == ["gradInput: gi_reference", "gradWeight: gw_pairs", "gradBias: gb_rows"]
