@@ -112,6 +112,55 @@ static void store(const ctbc_forward_problem *p, void *out, int64_t index, float
     }
 }
 
+/* n operands base[start + i*stride] into dst as the cube multiplies them:
+ * widened with the kernel's bulk conversions where they are adjacent,
+ * then rounded (the same values as operand()). */
+static void load_operands(const forward_run *run, float *dst, const void *base, ctbc_dtype dtype, int64_t start,
+                          int64_t stride, int64_t n)
+{
+    const ctbc_forward_problem *p = run->p;
+    if (stride == 1 || n == 1) {
+        switch (dtype) {
+        case CTBC_F16: run->kernel->f16_load(dst, (const uint16_t *)base + start, n); break;
+        case CTBC_BF16: run->kernel->bf16_load(dst, (const uint16_t *)base + start, n); break;
+        default: memcpy(dst, (const float *)base + start, (size_t)n * sizeof *dst);
+        }
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = load(base, dtype, start + i * stride);
+    }
+    if (p->hf32)
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = ctbc_round_hf32(dst[i]);
+    else if (dtype != p->compute_dtype)
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = round_to(dst[i], p->compute_dtype);
+}
+
+/* Most outputs one store_outputs call writes (a tile row or column). */
+enum { STORE_MAX = CTBC_NR_MAX > CTBC_MR_MAX ? CTBC_NR_MAX : CTBC_MR_MAX };
+
+/* out[start + i*stride] = sums[i*sum_step] + bias[i] for i < n (n <=
+ * STORE_MAX), each rounded as store() does; adjacent outputs go through
+ * the kernel's bulk conversions. */
+static void store_outputs(const forward_run *run, int64_t start, int64_t stride, const float *sums,
+                          int64_t sum_step, const float *bias, int64_t n)
+{
+    const ctbc_forward_problem *p = run->p;
+    float v[STORE_MAX];
+    for (int64_t i = 0; i < n; i++)
+        v[i] = round_to(sums[i * sum_step] + bias[i], p->compute_dtype);
+    if (stride == 1) {
+        switch (p->out.dtype) {
+        case CTBC_F16: run->kernel->f16_store((uint16_t *)run->out + start, v, n); return;
+        case CTBC_BF16: run->kernel->bf16_store((uint16_t *)run->out + start, v, n); return;
+        default: memcpy((float *)run->out + start, v, (size_t)n * sizeof *v); return;
+        }
+    }
+    for (int64_t i = 0; i < n; i++)
+        store(p, run->out, start + i * stride, v[i]);
+}
+
 static int64_t out_index(const ctbc_forward_problem *p, int64_t t, int64_t b, int64_t o)
 {
     return t * p->out.stride[0] + b * p->out.stride[1] + o * p->out.stride[2];
@@ -189,9 +238,8 @@ static void gemm_run(const forward_run *run, float *scratch)
                 memset(row, 0, (size_t)c_in * sizeof *row);
                 continue;
             }
-            for (int64_t c = 0; c < c_in; c++)
-                row[c] = operand(p, run->self, p->self.dtype,
-                                 t * p->self.stride[0] + b * p->self.stride[1] + c * p->self.stride[2]);
+            load_operands(run, row, run->self, p->self.dtype, t * p->self.stride[0] + b * p->self.stride[1],
+                          p->self.stride[2], c_in);
         }
     }
     /* weight, rounded, in panels [panel][tap][c_in][nr], zero past c_out. */
@@ -199,14 +247,13 @@ static void gemm_run(const forward_run *run, float *scratch)
     for (int64_t item = 0; item < panel_count * k_count; item++) {
         const int64_t panel = item / k_count, k = item % k_count;
         float *dst = panels + item * c_in * nr;
-        for (int64_t c = 0; c < c_in; c++)
-            for (int64_t j = 0; j < nr; j++) {
-                const int64_t o = panel * nr + j;
-                dst[c * nr + j] = o < p->c_out ? operand(p, run->weight, p->weight.dtype,
-                                                         k * p->weight.stride[0] + c * p->weight.stride[1] +
-                                                             o * p->weight.stride[2])
-                                               : 0.0f;
-            }
+        const int64_t o0 = panel * nr, n = p->c_out - o0 < nr ? p->c_out - o0 : nr;
+        for (int64_t c = 0; c < c_in; c++) {
+            load_operands(run, dst + c * nr, run->weight, p->weight.dtype,
+                          k * p->weight.stride[0] + c * p->weight.stride[1] + o0 * p->weight.stride[2],
+                          p->weight.stride[2], n);
+            memset(dst + c * nr + n, 0, (size_t)(nr - n) * sizeof *dst);
+        }
     }
     /* (implicit barrier: the tiles read both copies) */
 
@@ -250,9 +297,8 @@ static void gemm_run(const forward_run *run, float *scratch)
         const int64_t o0 = panel * nr, n = p->c_out - o0 < nr ? p->c_out - o0 : nr;
         for (int64_t r = row_begin; r < row_end; r++) {
             const int64_t t = t_lo + r / b_count, b = r % b_count;
-            const float *sum = sums + (r - row_begin) * nr;
-            for (int64_t j = 0; j < n; j++)
-                store(p, run->out, out_index(p, t, b, o0 + j), sum[j] + run->bias_rounded[o0 + j]);
+            store_outputs(run, out_index(p, t, b, o0), p->out.stride[2], sums + (r - row_begin) * nr, 1,
+                          run->bias_rounded + o0, n);
         }
     }
 }
@@ -299,6 +345,10 @@ static double positions_cost(const ctbc_forward_problem *p, const ctbc_kernel *k
            copy_cost(p, p->t + 2 * (p->k - 1));
 }
 
+/* Channels of one (step, batch) row of self loaded at a time before they
+ * are spread across the channel-major copy. */
+enum { POSITIONS_ROW = 256 };
+
 static void positions_run(const forward_run *run, float *scratch)
 {
     const ctbc_forward_problem *p = run->p;
@@ -316,26 +366,30 @@ static void positions_run(const forward_run *run, float *scratch)
         const int64_t t = u - (k_count - 1);
         const bool inside = u < steps && t >= 0 && t < p->t;
         const int64_t count = u < steps ? b_count : nr; /* the tail: one tile's overhang */
-        for (int64_t c = 0; c < c_in; c++)
-            for (int64_t b = 0; b < count; b++)
-                sequence[c * columns + u * b_count + b] =
-                    inside ? operand(p, run->self, p->self.dtype,
-                                     t * p->self.stride[0] + b * p->self.stride[1] + c * p->self.stride[2])
-                           : 0.0f;
+        float row[POSITIONS_ROW];
+        for (int64_t b = 0; b < count; b++)
+            for (int64_t c0 = 0; c0 < c_in; c0 += POSITIONS_ROW) {
+                const int64_t n = c_in - c0 < POSITIONS_ROW ? c_in - c0 : POSITIONS_ROW;
+                if (inside)
+                    load_operands(run, row, run->self, p->self.dtype,
+                                  t * p->self.stride[0] + b * p->self.stride[1] + c0 * p->self.stride[2],
+                                  p->self.stride[2], n);
+                for (int64_t c = 0; c < n; c++)
+                    sequence[(c0 + c) * columns + u * b_count + b] = inside ? row[c] : 0.0f;
+            }
     }
     /* weight, rounded, in panels [panel][tap][c_in][mr], zero past c_out. */
 #pragma omp for schedule(static)
     for (int64_t item = 0; item < panel_count * k_count; item++) {
         const int64_t panel = item / k_count, k = item % k_count;
         float *dst = panels + item * c_in * mr;
-        for (int64_t c = 0; c < c_in; c++)
-            for (int64_t i = 0; i < mr; i++) {
-                const int64_t o = panel * mr + i;
-                dst[c * mr + i] = o < p->c_out ? operand(p, run->weight, p->weight.dtype,
-                                                         k * p->weight.stride[0] + c * p->weight.stride[1] +
-                                                             o * p->weight.stride[2])
-                                               : 0.0f;
-            }
+        const int64_t o0 = panel * mr, m = p->c_out - o0 < mr ? p->c_out - o0 : mr;
+        for (int64_t c = 0; c < c_in; c++) {
+            load_operands(run, dst + c * mr, run->weight, p->weight.dtype,
+                          k * p->weight.stride[0] + c * p->weight.stride[1] + o0 * p->weight.stride[2],
+                          p->weight.stride[2], m);
+            memset(dst + c * mr + m, 0, (size_t)(mr - m) * sizeof *dst);
+        }
     }
     /* (implicit barrier: the tiles read both copies) */
 
@@ -375,9 +429,8 @@ static void positions_run(const forward_run *run, float *scratch)
         const int64_t o0 = panel * mr, m = p->c_out - o0 < mr ? p->c_out - o0 : mr;
         for (int64_t column = column_begin; column < column_end; column++) {
             const int64_t t = t_lo + column / b_count, b = column % b_count;
-            for (int64_t i = 0; i < m; i++)
-                store(p, run->out, out_index(p, t, b, o0 + i),
-                      sums[i * block_columns + (column - column_begin)] + run->bias_rounded[o0 + i]);
+            store_outputs(run, out_index(p, t, b, o0), p->out.stride[2], sums + (column - column_begin),
+                          block_columns, run->bias_rounded + o0, m);
         }
     }
 }
@@ -443,22 +496,19 @@ static void dot_run(const forward_run *run, float *scratch)
 #pragma omp for schedule(static)
         for (int64_t t = 0; t < p->t; t++)
             for (int64_t b = 0; b < b_count; b++)
-                for (int64_t c = 0; c < c_in; c++)
-                    copy[(t * b_count + b) * c_in + c] =
-                        operand(p, run->self, p->self.dtype,
-                                t * p->self.stride[0] + b * p->self.stride[1] + c * p->self.stride[2]);
+                load_operands(run, copy + (t * b_count + b) * c_in, run->self, p->self.dtype,
+                              t * p->self.stride[0] + b * p->self.stride[1], p->self.stride[2], c_in);
         self = copy, step_stride = b_count * c_in, row_stride = c_in;
     }
 #pragma omp for schedule(static)
     for (int64_t item = 0; item < c_out * k_count; item++) {
         const int64_t o = item / k_count, k = item % k_count;
+        float *w = packed + item * c_in;
+        load_operands(run, w, run->weight, p->weight.dtype, k * p->weight.stride[0] + o * p->weight.stride[2],
+                      p->weight.stride[1], c_in);
         float term = 0.0f;
-        for (int64_t c = 0; c < c_in; c++) {
-            const float w = operand(p, run->weight, p->weight.dtype,
-                                    k * p->weight.stride[0] + c * p->weight.stride[1] + o * p->weight.stride[2]);
-            packed[item * c_in + c] = w;
-            term += 0.0f * w;
-        }
+        for (int64_t c = 0; c < c_in; c++)
+            term += 0.0f * w[c];
         terms[k * c_out + o] = term;
     }
     /* (implicit barrier: the dots read both) */
@@ -494,10 +544,13 @@ static void dot_run(const forward_run *run, float *scratch)
                                         .b_outer = c_in};
             float sums[CTBC_DOT_ROWS * DOT_MAX_COLUMNS];
             kernel->dot(&args, first + b * row_stride, packed + k_lo * c_in, sums, c_out);
-            for (int64_t i = 0; i < rows; i++)
+            for (int64_t i = 0; i < rows; i++) {
+                float with_padding[DOT_MAX_COLUMNS];
                 for (int64_t o = 0; o < c_out; o++)
-                    store(p, run->out, out_index(p, t, b + i, o),
-                          sums[i * c_out + o] + padding[o] + run->bias_rounded[o]);
+                    with_padding[o] = sums[i * c_out + o] + padding[o];
+                store_outputs(run, out_index(p, t, b + i, 0), p->out.stride[2], with_padding, 1, run->bias_rounded,
+                              c_out);
+            }
             if (rows == 1)
                 b += 1 - CTBC_DOT_ROWS; /* one row done */
         }
