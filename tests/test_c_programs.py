@@ -15,7 +15,7 @@ from conftest import C_DIR
 PROGRAMS = ["cann_style_example.cpp", "bad_inputs.c", "executor_rules.c", "numerics_sweep.c", "phase1_views.c",
             "meta_objects.cpp", "meta_executor.c", "runtime_surface.c", "stream_api.c", "device_memory.c",
             "default_copies.c", "fork_child.c", "hostile_views.c", "aliased_outputs.c", "executor_race.c",
-            "stream_handles.c"]
+            "stream_handles.c", "forward_op.c"]
 
 # The programs other than these hand host buffers straight to the op (the op
 # needs no aclInit, and aclrtMalloc does); libconvtbc's optional device-memory
