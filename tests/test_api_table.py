@@ -17,6 +17,8 @@ import pytest
 from conftest import DATA_DIR, REPO_ROOT
 
 OP_HEADER = "aclnnop/aclnn_convolution_backward.h"
+FORWARD_HEADER = "aclnnop/aclnn_convolution.h"  # the forward op (conv_tbc_forward.md)
+OP_HEADERS = (OP_HEADER, FORWARD_HEADER)
 
 
 def _load_generator():
@@ -53,11 +55,18 @@ def test_the_op_and_its_siblings_are_rows():
         "aclnnConvolutionBackwardGetWorkspaceSize": "refused", "aclnnConvolutionBackward": "refused",
         "aclnnDeformableConv2dBackwardGetWorkspaceSize": "refused", "aclnnDeformableConv2dBackward": "refused",
     }
+    # the forward op's header declares two siblings (conv_tbc_forward.md, "Header and prototypes")
+    forward_rows = {row.name: row.status for row in ROWS if row.header == FORWARD_HEADER}
+    assert forward_rows == {
+        "aclnnConvTbcGetWorkspaceSize": "emulated", "aclnnConvTbc": "emulated",
+        "aclnnConvolutionGetWorkspaceSize": "refused", "aclnnConvolution": "refused",
+        "aclnnConvDepthwise2dGetWorkspaceSize": "refused", "aclnnConvDepthwise2d": "refused",
+    }
 
 
 def test_only_convtbc_extensions_are_outside_cann(tmp_path):
     cann = _cann_functions()
-    extras = {row.name for row in ROWS if row.name not in cann and row.header != OP_HEADER}
+    extras = {row.name for row in ROWS if row.name not in cann and row.header not in OP_HEADERS}
     assert extras == {row.name for row in ROWS if row.status == "extension"}
     assert all(name.startswith("convtbc") for name in extras)
 
