@@ -6,7 +6,7 @@
  *   forward_gemm       one GEMM over the micro-kernel: rows are the (t, b)
  *                      output positions, columns the output channels, the
  *                      reduction (tap, input channel). self is copied once
- *                      into a float32 sequence with K-1 zero steps at each
+ *                      into a float32 sequence with min(pad, K-1) zero steps at each
  *                      end, so every row reads the same taps and the rows
  *                      are evenly spaced (a tile may span time steps);
  *                      weight is packed into panels of nr output channels.
@@ -199,9 +199,13 @@ static int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; 
 
 /* Steps of the zero-extended copy of self, and its rows (time step, batch)
  * plus room for one tile's overhang. */
+/* Zero steps the float32 copy of self needs at each end: the GEMM rows'
+ * taps reach min(pad, K-1) steps past self (none without padding). */
+static int64_t zero_steps(const ctbc_forward_problem *p) { return p->pad < p->k - 1 ? p->pad : p->k - 1; }
+
 static int64_t sequence_rows(const ctbc_forward_problem *p, const ctbc_kernel *kernel)
 {
-    return (p->t + 2 * (p->k - 1)) * p->b + kernel->mr;
+    return (p->t + 2 * zero_steps(p)) * p->b + kernel->mr;
 }
 
 static size_t gemm_scratch(const ctbc_forward_problem *p, const ctbc_kernel *kernel)
@@ -221,19 +225,19 @@ static void gemm_run(const forward_run *run, float *scratch)
     const ctbc_forward_problem *p = run->p;
     const ctbc_kernel *kernel = run->kernel;
     const int64_t mr = kernel->mr, nr = kernel->nr, c_in = p->c_in, b_count = p->b, k_count = p->k;
-    const int64_t steps = p->t + 2 * (k_count - 1);
+    const int64_t zeros = zero_steps(p), steps = p->t + 2 * zeros;
     float *sequence = scratch;
     float *panels = scratch + sequence_rows(p, kernel) * c_in;
     const int64_t panel_count = round_up(p->c_out, nr) / nr;
 
-    /* self, rounded and widened, with K-1 zero steps on either side and a
+    /* self, rounded and widened, with min(pad, K-1) zero steps on either side and a
      * zero tail the last tile may read. */
 #pragma omp for schedule(static)
     for (int64_t u = 0; u < steps + 1; u++) {
         const int64_t rows = u < steps ? b_count : mr; /* the tail: one tile's overhang */
         for (int64_t b = 0; b < rows; b++) {
             float *row = sequence + (u * b_count + b) * c_in;
-            const int64_t t = u - (k_count - 1);
+            const int64_t t = u - zeros;
             if (u >= steps || t < 0 || t >= p->t) {
                 memset(row, 0, (size_t)c_in * sizeof *row);
                 continue;
@@ -259,8 +263,8 @@ static void gemm_run(const forward_run *run, float *scratch)
 
     const int64_t t_lo = run->plan->t_lo, rows = (run->plan->t_hi - t_lo) * b_count;
     const int64_t block_rows = run->plan->block_tiles * mr, row_blocks = (rows + block_rows - 1) / block_rows;
-    /* Output step t reads sequence steps t - pad + K - 1 + k, k < K. */
-    const float *first_row = sequence + (t_lo - p->pad + k_count - 1) * b_count * c_in;
+    /* Output step t reads sequence steps t - pad + zeros + k, k < K. */
+    const float *first_row = sequence + (t_lo - p->pad + zeros) * b_count * c_in;
     /* The reduction (tap, channel) in chunks of about kc (the plan's chunk) values:
      * whole taps while a tap is short, else one tap in channel slices; a
      * chunk of the weight panel then stays in L2 across a block's tiles. */
@@ -316,7 +320,7 @@ static double gemm_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel
 {
     return (double)round_up(rows, kernel->mr) * (double)round_up(p->c_out, kernel->nr) * (double)p->k *
                (double)p->c_in +
-           copy_cost(p, p->t + 2 * (p->k - 1));
+           copy_cost(p, p->t + 2 * zero_steps(p));
 }
 
 /* ---- forward_gemm_positions --------------------------------------------- */
@@ -325,7 +329,7 @@ static double gemm_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel
  * plus one tile's overhang. */
 static int64_t position_columns(const ctbc_forward_problem *p, const ctbc_kernel *kernel)
 {
-    return (p->t + 2 * (p->k - 1)) * p->b + kernel->nr;
+    return (p->t + 2 * zero_steps(p)) * p->b + kernel->nr;
 }
 
 static size_t positions_scratch(const ctbc_forward_problem *p, const ctbc_kernel *kernel)
@@ -342,7 +346,7 @@ static double positions_cost(const ctbc_forward_problem *p, const ctbc_kernel *k
 {
     return (double)round_up(rows, kernel->nr) * (double)round_up(p->c_out, kernel->mr) * (double)p->k *
                (double)p->c_in +
-           copy_cost(p, p->t + 2 * (p->k - 1));
+           copy_cost(p, p->t + 2 * zero_steps(p));
 }
 
 /* Channels of one (step, batch) row of self loaded at a time before they
@@ -354,16 +358,16 @@ static void positions_run(const forward_run *run, float *scratch)
     const ctbc_forward_problem *p = run->p;
     const ctbc_kernel *kernel = run->kernel;
     const int64_t mr = kernel->mr, nr = kernel->nr, c_in = p->c_in, b_count = p->b, k_count = p->k;
-    const int64_t steps = p->t + 2 * (k_count - 1), columns = position_columns(p, kernel);
+    const int64_t zeros = zero_steps(p), steps = p->t + 2 * zeros, columns = position_columns(p, kernel);
     float *sequence = scratch; /* [c_in][columns] */
     float *panels = scratch + columns * c_in;
     const int64_t panel_count = round_up(p->c_out, mr) / mr;
 
-    /* self, rounded and widened, channel-major, with K-1 zero steps on
+    /* self, rounded and widened, channel-major, with min(pad, K-1) zero steps on
      * either side and a zero tail the last tile may read. */
 #pragma omp for schedule(static)
     for (int64_t u = 0; u < steps + 1; u++) {
-        const int64_t t = u - (k_count - 1);
+        const int64_t t = u - zeros;
         const bool inside = u < steps && t >= 0 && t < p->t;
         const int64_t count = u < steps ? b_count : nr; /* the tail: one tile's overhang */
         float row[POSITIONS_ROW];
@@ -396,8 +400,8 @@ static void positions_run(const forward_run *run, float *scratch)
     const int64_t t_lo = run->plan->t_lo, positions = (run->plan->t_hi - t_lo) * b_count;
     const int64_t block_columns = run->plan->block_tiles * nr;
     const int64_t column_blocks = (positions + block_columns - 1) / block_columns;
-    /* Output step t reads sequence steps t - pad + K - 1 + k, k < K. */
-    const float *first_column = sequence + (t_lo - p->pad + k_count - 1) * b_count;
+    /* Output step t reads sequence steps t - pad + zeros + k, k < K. */
+    const float *first_column = sequence + (t_lo - p->pad + zeros) * b_count;
     const int64_t taps_per_chunk = c_in >= run->plan->chunk ? 1 : run->plan->chunk / c_in; /* c_in > 0 here */
     const int64_t channels_per_chunk = c_in >= run->plan->chunk ? run->plan->chunk : c_in;
 #pragma omp for schedule(static)
