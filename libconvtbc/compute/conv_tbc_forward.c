@@ -342,11 +342,18 @@ static size_t positions_scratch(const ctbc_forward_problem *p, const ctbc_kernel
     return total;
 }
 
+/* Its tiles read B a channel row apart for each reduction step, and its
+ * copy spreads each row of self across the channel-major buffer: measured
+ * on AVX2 (T15 B257 Ci832 K5 Co7 and four more shared shapes), each of its
+ * tile multiply-adds and copied elements costs about POSITIONS_FACTOR of
+ * forward_gemm's. */
+#define POSITIONS_FACTOR 4.0
+
 static double positions_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows)
 {
-    return (double)round_up(rows, kernel->nr) * (double)round_up(p->c_out, kernel->mr) * (double)p->k *
-               (double)p->c_in +
-           copy_cost(p, p->t + 2 * zero_steps(p));
+    return POSITIONS_FACTOR * ((double)round_up(rows, kernel->nr) * (double)round_up(p->c_out, kernel->mr) *
+                                   (double)p->k * (double)p->c_in +
+                               copy_cost(p, p->t + 2 * zero_steps(p)));
 }
 
 /* Channels of one (step, batch) row of self loaded at a time before they
