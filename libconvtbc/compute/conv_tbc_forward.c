@@ -197,25 +197,59 @@ static void copy_bias(const ctbc_forward_problem *p, const void *bias, void *out
 
 static int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
 
-/* Steps of the zero-extended copy of self, and its rows (time step, batch)
- * plus room for one tile's overhang. */
 /* Zero steps the float32 copy of self needs at each end: the GEMM rows'
  * taps reach min(pad, K-1) steps past self (none without padding). */
 static int64_t zero_steps(const ctbc_forward_problem *p) { return p->pad < p->k - 1 ? p->pad : p->k - 1; }
 
-static int64_t sequence_rows(const ctbc_forward_problem *p, const ctbc_kernel *kernel)
+/* Whether an operand is used as it lies: float32 that nothing rounds. */
+static bool unrounded_float32(const ctbc_forward_problem *p, ctbc_dtype dtype)
 {
-    return (p->t + 2 * zero_steps(p)) * p->b + kernel->mr;
+    return dtype == CTBC_F32 && p->compute_dtype == CTBC_F32 && !p->hf32;
+}
+
+/* self read in place as the GEMM's rows: no padding to add, channels
+ * adjacent and the (t, b) rows evenly spaced. Only a last, partial row
+ * tile is copied (it would read past self). */
+static bool gemm_self_in_place(const ctbc_forward_problem *p)
+{
+    return unrounded_float32(p, p->self.dtype) && zero_steps(p) == 0 && (p->self.stride[2] == 1 || p->c_in == 1) &&
+           p->self.stride[0] == p->b * p->self.stride[1];
+}
+
+/* weight read in place as full nr-wide panels: output channels adjacent.
+ * Only a last, partial panel is packed. */
+static bool gemm_weight_in_place(const ctbc_forward_problem *p)
+{
+    return unrounded_float32(p, p->weight.dtype) && (p->weight.stride[2] == 1 || p->c_out == 1);
+}
+
+typedef struct {
+    size_t sequence, tail, panels; /* floats of each part of the scratch */
+    int64_t first_packed_panel;    /* the panels from here on are packed */
+} gemm_scratch_layout;
+
+/* Sizes come from tensors that exist, but the products may still not fit
+ * size_t for absurd shapes: false then (no workspace can be allocated). */
+static bool gemm_layout(const ctbc_forward_problem *p, const ctbc_kernel *kernel, gemm_scratch_layout *l)
+{
+    const int64_t nr = kernel->nr, panel_count = round_up(p->c_out, nr) / nr;
+    l->first_packed_panel = gemm_weight_in_place(p) ? p->c_out / nr : 0;
+    l->sequence = l->tail = 0;
+    const size_t rows = gemm_self_in_place(p) ? 0 : (size_t)((p->t + 2 * zero_steps(p)) * p->b + kernel->mr);
+    if (gemm_self_in_place(p) && (__builtin_mul_overflow((size_t)p->k * (size_t)kernel->mr, (size_t)p->c_in, &l->tail)))
+        return false;
+    return !__builtin_mul_overflow(rows, (size_t)p->c_in, &l->sequence) &&
+           !__builtin_mul_overflow((size_t)(panel_count - l->first_packed_panel) * (size_t)nr, (size_t)p->k,
+                                   &l->panels) &&
+           !__builtin_mul_overflow(l->panels, (size_t)p->c_in, &l->panels);
 }
 
 static size_t gemm_scratch(const ctbc_forward_problem *p, const ctbc_kernel *kernel)
 {
-    /* Sizes come from tensors that exist, but the products may still not
-     * fit size_t for absurd shapes: then no workspace can be allocated. */
-    size_t sequence, panels, total;
-    if (__builtin_mul_overflow((size_t)sequence_rows(p, kernel), (size_t)p->c_in, &sequence) ||
-        __builtin_mul_overflow((size_t)round_up(p->c_out, kernel->nr), (size_t)p->k, &panels) ||
-        __builtin_mul_overflow(panels, (size_t)p->c_in, &panels) || __builtin_add_overflow(sequence, panels, &total))
+    gemm_scratch_layout l;
+    size_t total;
+    if (!gemm_layout(p, kernel, &l) || __builtin_add_overflow(l.sequence, l.tail, &total) ||
+        __builtin_add_overflow(total, l.panels, &total))
         return SIZE_MAX;
     return total;
 }
@@ -226,31 +260,60 @@ static void gemm_run(const forward_run *run, float *scratch)
     const ctbc_kernel *kernel = run->kernel;
     const int64_t mr = kernel->mr, nr = kernel->nr, c_in = p->c_in, b_count = p->b, k_count = p->k;
     const int64_t zeros = zero_steps(p), steps = p->t + 2 * zeros;
-    float *sequence = scratch;
-    float *panels = scratch + sequence_rows(p, kernel) * c_in;
+    const bool self_in_place = gemm_self_in_place(p);
+    gemm_scratch_layout layout;
+    gemm_layout(p, kernel, &layout); /* it fit when the plan was made */
+    float *sequence = scratch, *tail = scratch + layout.sequence, *panels = tail + layout.tail;
     const int64_t panel_count = round_up(p->c_out, nr) / nr;
+    const int64_t t_lo = run->plan->t_lo, rows = (run->plan->t_hi - t_lo) * b_count;
 
-    /* self, rounded and widened, with min(pad, K-1) zero steps on either side and a
-     * zero tail the last tile may read. */
+    /* The GEMM's rows: row r is output step t_lo + r / B, batch r % B; its
+     * tap k reads self step t - pad + k, through `a` (in place or the copy). */
+    const float *a_rows;
+    int64_t a_row, a_tap;
+    if (self_in_place) {
+        a_rows = (const float *)run->self + (t_lo - p->pad) * p->self.stride[0];
+        a_row = p->self.stride[1], a_tap = p->self.stride[0];
+    } else {
+        /* self, rounded and widened, with min(pad, K-1) zero steps on
+         * either side and a zero tail the last tile may read. */
 #pragma omp for schedule(static)
-    for (int64_t u = 0; u < steps + 1; u++) {
-        const int64_t rows = u < steps ? b_count : mr; /* the tail: one tile's overhang */
-        for (int64_t b = 0; b < rows; b++) {
-            float *row = sequence + (u * b_count + b) * c_in;
-            const int64_t t = u - zeros;
-            if (u >= steps || t < 0 || t >= p->t) {
-                memset(row, 0, (size_t)c_in * sizeof *row);
-                continue;
+        for (int64_t u = 0; u < steps + 1; u++) {
+            const int64_t count = u < steps ? b_count : mr; /* the tail: one tile's overhang */
+            for (int64_t b = 0; b < count; b++) {
+                float *row = sequence + (u * b_count + b) * c_in;
+                const int64_t t = u - zeros;
+                if (u >= steps || t < 0 || t >= p->t) {
+                    memset(row, 0, (size_t)c_in * sizeof *row);
+                    continue;
+                }
+                load_operands(run, row, run->self, p->self.dtype, t * p->self.stride[0] + b * p->self.stride[1],
+                              p->self.stride[2], c_in);
             }
-            load_operands(run, row, run->self, p->self.dtype, t * p->self.stride[0] + b * p->self.stride[1],
-                          p->self.stride[2], c_in);
         }
+        a_rows = sequence + (t_lo - p->pad + zeros) * b_count * c_in;
+        a_row = c_in, a_tap = b_count * c_in;
     }
-    /* weight, rounded, in panels [panel][tap][c_in][nr], zero past c_out. */
+    /* A last, partial row tile of in-place rows: its rows' taps, copied
+     * [tap][row][channel] with zero rows past the end. */
+    const int64_t tail_row0 = rows / mr * mr;
+    if (self_in_place && tail_row0 < rows) {
 #pragma omp for schedule(static)
-    for (int64_t item = 0; item < panel_count * k_count; item++) {
+        for (int64_t k = 0; k < k_count; k++)
+            for (int64_t i = 0; i < mr; i++) {
+                float *dst = tail + (k * mr + i) * c_in;
+                if (tail_row0 + i < rows)
+                    memcpy(dst, a_rows + (tail_row0 + i) * a_row + k * a_tap, (size_t)c_in * sizeof *dst);
+                else
+                    memset(dst, 0, (size_t)c_in * sizeof *dst);
+            }
+    }
+    /* weight, rounded, in panels [panel][tap][c_in][nr], zero past c_out:
+     * the panels not read in place. */
+#pragma omp for schedule(static)
+    for (int64_t item = layout.first_packed_panel * k_count; item < panel_count * k_count; item++) {
         const int64_t panel = item / k_count, k = item % k_count;
-        float *dst = panels + item * c_in * nr;
+        float *dst = panels + (item - layout.first_packed_panel * k_count) * c_in * nr;
         const int64_t o0 = panel * nr, n = p->c_out - o0 < nr ? p->c_out - o0 : nr;
         for (int64_t c = 0; c < c_in; c++) {
             load_operands(run, dst + c * nr, run->weight, p->weight.dtype,
@@ -259,15 +322,13 @@ static void gemm_run(const forward_run *run, float *scratch)
             memset(dst + c * nr + n, 0, (size_t)(nr - n) * sizeof *dst);
         }
     }
-    /* (implicit barrier: the tiles read both copies) */
+    /* (implicit barrier: the tiles read the copies) */
 
-    const int64_t t_lo = run->plan->t_lo, rows = (run->plan->t_hi - t_lo) * b_count;
     const int64_t block_rows = run->plan->block_tiles * mr, row_blocks = (rows + block_rows - 1) / block_rows;
-    /* Output step t reads sequence steps t - pad + zeros + k, k < K. */
-    const float *first_row = sequence + (t_lo - p->pad + zeros) * b_count * c_in;
-    /* The reduction (tap, channel) in chunks of about kc (the plan's chunk) values:
-     * whole taps while a tap is short, else one tap in channel slices; a
-     * chunk of the weight panel then stays in L2 across a block's tiles. */
+    /* The reduction (tap, channel) in chunks of about kc (the plan's chunk)
+     * values: whole taps while a tap is short, else one tap in channel
+     * slices; a chunk of the weight panel then stays in L2 across a
+     * block's tiles. */
     const int64_t taps_per_chunk = c_in >= run->plan->chunk ? 1 : run->plan->chunk / c_in; /* c_in > 0 here */
     const int64_t channels_per_chunk = c_in >= run->plan->chunk ? run->plan->chunk : c_in;
     /* Row-block-major, so a thread's run of items reuses one block of self
@@ -277,25 +338,38 @@ static void gemm_run(const forward_run *run, float *scratch)
         const int64_t block = item / panel_count, panel = item % panel_count;
         const int64_t row_begin = block * block_rows;
         const int64_t row_end = row_begin + block_rows < rows ? row_begin + block_rows : rows;
-        const float *weight_panel = panels + panel * k_count * c_in * nr;
+        /* a weight panel in place: rows (tap, channel) w.stride apart */
+        const bool panel_in_place = panel < layout.first_packed_panel;
+        const float *weight_panel = panel_in_place
+                                        ? (const float *)run->weight + panel * nr
+                                        : panels + (panel - layout.first_packed_panel) * k_count * c_in * nr;
+        const int64_t w_channel = panel_in_place ? p->weight.stride[1] : nr;
+        const int64_t w_tap = panel_in_place ? p->weight.stride[0] : c_in * nr;
         float sums[FORWARD_MAX_BLOCK_TILES * CTBC_MR_MAX * CTBC_NR_MAX];
         bool first = true;
         for (int64_t k0 = 0; k0 < k_count; k0 += taps_per_chunk)
             for (int64_t c0 = 0; c0 < c_in; c0 += channels_per_chunk) {
                 const int64_t taps = k_count - k0 < taps_per_chunk ? k_count - k0 : taps_per_chunk;
                 const int64_t channels = c_in - c0 < channels_per_chunk ? c_in - c0 : channels_per_chunk;
-                const ctbc_ukr_args args = {.n_outer = taps,
-                                            .n_inner = channels,
-                                            .a_row = c_in,
-                                            .a_inner = 1,
-                                            .a_outer = b_count * c_in,
-                                            .b_inner = nr,
-                                            .b_outer = c_in * nr,
-                                            .overwrite = first};
-                const float *a = first_row + k0 * b_count * c_in + c0;
-                const float *w = weight_panel + (k0 * c_in + c0) * nr;
-                for (int64_t row0 = row_begin; row0 < row_end; row0 += mr)
-                    kernel->ukr(&args, a + row0 * c_in, w, sums + (row0 - row_begin) * nr, nr);
+                ctbc_ukr_args args = {.n_outer = taps,
+                                      .n_inner = channels,
+                                      .a_row = a_row,
+                                      .a_inner = 1,
+                                      .a_outer = a_tap,
+                                      .b_inner = w_channel,
+                                      .b_outer = w_tap,
+                                      .overwrite = first};
+                const float *w = weight_panel + k0 * w_tap + c0 * w_channel;
+                for (int64_t row0 = row_begin; row0 < row_end; row0 += mr) {
+                    const float *a = a_rows + row0 * a_row + k0 * a_tap + c0;
+                    if (self_in_place && row0 == tail_row0) { /* the copied last tile */
+                        ctbc_ukr_args last = args;
+                        last.a_row = c_in, last.a_outer = mr * c_in;
+                        kernel->ukr(&last, tail + k0 * mr * c_in + c0, w, sums + (row0 - row_begin) * nr, nr);
+                        continue;
+                    }
+                    kernel->ukr(&args, a, w, sums + (row0 - row_begin) * nr, nr);
+                }
                 first = false;
             }
         const int64_t o0 = panel * nr, n = p->c_out - o0 < nr ? p->c_out - o0 : nr;
@@ -320,7 +394,7 @@ static double gemm_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel
 {
     return (double)round_up(rows, kernel->mr) * (double)round_up(p->c_out, kernel->nr) * (double)p->k *
                (double)p->c_in +
-           copy_cost(p, p->t + 2 * zero_steps(p));
+           (gemm_self_in_place(p) ? 0.0 : copy_cost(p, p->t + 2 * zero_steps(p)));
 }
 
 /* ---- forward_gemm_positions --------------------------------------------- */
