@@ -197,6 +197,20 @@ static void copy_bias(const ctbc_forward_problem *p, const void *bias, void *out
 
 static int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
 
+/* The GEMMs' reduction (tap, channel) in chunks of about kc (the plan's
+ * chunk) values: whole taps while a tap is short, else one tap in channel
+ * slices; a chunk of the weight then stays in cache across a block's
+ * tiles. c_in > 0. */
+static int64_t chunk_taps(const ctbc_forward_plan *plan, int64_t c_in)
+{
+    return c_in >= plan->chunk ? 1 : plan->chunk / c_in;
+}
+
+static int64_t chunk_channels(const ctbc_forward_plan *plan, int64_t c_in)
+{
+    return c_in >= plan->chunk ? plan->chunk : c_in;
+}
+
 /* Zero steps the float32 copy of self needs at each end: the GEMM rows'
  * taps reach min(pad, K-1) steps past self (none without padding). */
 static int64_t zero_steps(const ctbc_forward_problem *p) { return p->pad < p->k - 1 ? p->pad : p->k - 1; }
@@ -325,12 +339,7 @@ static void gemm_run(const forward_run *run, float *scratch)
     /* (implicit barrier: the tiles read the copies) */
 
     const int64_t block_rows = run->plan->block_tiles * mr, row_blocks = (rows + block_rows - 1) / block_rows;
-    /* The reduction (tap, channel) in chunks of about kc (the plan's chunk)
-     * values: whole taps while a tap is short, else one tap in channel
-     * slices; a chunk of the weight panel then stays in L2 across a
-     * block's tiles. */
-    const int64_t taps_per_chunk = c_in >= run->plan->chunk ? 1 : run->plan->chunk / c_in; /* c_in > 0 here */
-    const int64_t channels_per_chunk = c_in >= run->plan->chunk ? run->plan->chunk : c_in;
+    const int64_t taps_per_chunk = chunk_taps(run->plan, c_in), channels_per_chunk = chunk_channels(run->plan, c_in);
     /* Row-block-major, so a thread's run of items reuses one block of self
      * across the weight panels. */
 #pragma omp for schedule(static)
@@ -483,8 +492,7 @@ static void positions_run(const forward_run *run, float *scratch)
     const int64_t column_blocks = (positions + block_columns - 1) / block_columns;
     /* Output step t reads sequence steps t - pad + zeros + k, k < K. */
     const float *first_column = sequence + (t_lo - p->pad + zeros) * b_count;
-    const int64_t taps_per_chunk = c_in >= run->plan->chunk ? 1 : run->plan->chunk / c_in; /* c_in > 0 here */
-    const int64_t channels_per_chunk = c_in >= run->plan->chunk ? run->plan->chunk : c_in;
+    const int64_t taps_per_chunk = chunk_taps(run->plan, c_in), channels_per_chunk = chunk_channels(run->plan, c_in);
 #pragma omp for schedule(static)
     for (int64_t item = 0; item < column_blocks * panel_count; item++) {
         const int64_t block = item / panel_count, panel = item % panel_count;
