@@ -513,3 +513,14 @@ def test_unforced_forward_choices_follow_the_output_channels():
     assert planned(15, 257, 832, 5, 7, 0) == "forward_gemm"
     assert planned(257, 32, 1024, 3, 1024, 1) == "forward_gemm"
     assert planned(8, 4096, 1184, 5, 1, 0, "float16") != "forward_reference"
+
+
+def test_bits_do_not_depend_on_the_views():
+    """The implementation is chosen as if the tensors were contiguous, so the
+    same values give the same bits through any strides (here a channel
+    stride of 2 and a column-major weight against contiguous arrays)."""
+    rng = np.random.default_rng(4)
+    for T, B, C_in, K, C_out, pad in [(9, 6, 40, 3, 6, 0), (8, 3, 4, 3, 6, 2), (12, 5, 300, 2, 40, 0)]:
+        x, w, b = operands(rng, T, B, C_in, K, C_out, F32)
+        strided = (np.repeat(x, 2, axis=2)[:, :, ::2], np.asfortranarray(w), b)
+        assert convtbc_py.conv_tbc(x, w, b, pad).tobytes() == convtbc_py.conv_tbc(*strided, pad).tobytes()

@@ -221,6 +221,15 @@ static bool unrounded_float32(const ctbc_forward_problem *p, ctbc_dtype dtype)
     return dtype == CTBC_F32 && p->compute_dtype == CTBC_F32 && !p->hf32;
 }
 
+/* The costs count a copy of self as if self were contiguous: which
+ * implementation computes a problem, and so its bits, must not depend on
+ * the strides of the views (an implementation gives the same bits read in
+ * place or from its copy). */
+static bool self_in_place_if_contiguous(const ctbc_forward_problem *p)
+{
+    return unrounded_float32(p, p->self.dtype);
+}
+
 /* self read in place as the GEMM's rows: no padding to add, channels
  * adjacent and the (t, b) rows evenly spaced. Only a last, partial row
  * tile is copied (it would read past self). */
@@ -403,7 +412,7 @@ static double gemm_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel
 {
     return (double)round_up(rows, kernel->mr) * (double)round_up(p->c_out, kernel->nr) * (double)p->k *
                (double)p->c_in +
-           (gemm_self_in_place(p) ? 0.0 : copy_cost(p, p->t + 2 * zero_steps(p)));
+           (self_in_place_if_contiguous(p) && zero_steps(p) == 0 ? 0.0 : copy_cost(p, p->t + 2 * zero_steps(p)));
 }
 
 /* ---- forward_gemm_positions --------------------------------------------- */
@@ -569,7 +578,7 @@ static double dot_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel,
     (void)kernel;
     if (p->c_out > DOT_MAX_COLUMNS)
         return HUGE_VAL; /* many columns: the tiled GEMMs do better */
-    const double copy = dot_reads_self_in_place(p) ? 0.0 : copy_cost(p, p->t);
+    const double copy = self_in_place_if_contiguous(p) ? 0.0 : copy_cost(p, p->t);
     return (double)rows * (double)p->c_out * (double)p->k * (double)p->c_in * DOT_FACTOR + copy;
 }
 
