@@ -91,10 +91,12 @@ def _c_order_strides(shape: Tuple[int, ...]) -> List[int]:
     return strides[::-1]
 
 
-def _device_tensor(host: np.ndarray, upload: bool, cleanup: contextlib.ExitStack) -> Tuple[Any, Any]:
-    """aclrtMalloc'd memory of `host`'s size (filled from it if `upload`) and a
-    C-ordered aclTensor over it, both released when `cleanup` closes.
-    An empty tensor has no memory (NULL data), as CANN allows."""
+def device_tensor(host: np.ndarray, upload: bool, cleanup: contextlib.ExitStack,
+                  format_name: str = "ND") -> Tuple[Any, Any]:
+    """aclrtMalloc'd memory of C-ordered `host`'s size (filled from it if
+    `upload`) and an aclTensor over it (format ACL_FORMAT_<format_name>),
+    both released when `cleanup` closes; returns (memory, tensor). An empty
+    tensor has no memory (NULL data), as CANN allows."""
     lib, ffi = _library.lib, _library.ffi
     data = ffi.NULL
     if host.nbytes:
@@ -107,8 +109,8 @@ def _device_tensor(host: np.ndarray, upload: bool, cleanup: contextlib.ExitStack
                                   lib.ACL_MEMCPY_HOST_TO_DEVICE), AclError)
     dims = ffi.new("int64_t[]", list(host.shape))
     strides = ffi.new("int64_t[]", _c_order_strides(host.shape))
-    tensor = lib.aclCreateTensor(dims, host.ndim, _acl_dtype(host.dtype), strides, 0, lib.ACL_FORMAT_ND,
-                                 dims, host.ndim, data)
+    tensor = lib.aclCreateTensor(dims, host.ndim, _acl_dtype(host.dtype), strides, 0,
+                                 getattr(lib, f"ACL_FORMAT_{format_name}"), dims, host.ndim, data)
     check_created(tensor)
     cleanup.callback(lib.aclDestroyTensor, tensor)
     return data, tensor
@@ -135,8 +137,8 @@ def _run(phase1: str, phase2: str, inputs: Sequence[Optional[np.ndarray]], outpu
         stream = ffi.new("aclrtStream *")
         check(lib.aclrtCreateStream(stream), AclError)
         cleanup.callback(lib.aclrtDestroyStream, stream[0])
-        input_tensors = [ffi.NULL if a is None else _device_tensor(_c_ordered(a), True, cleanup)[1] for a in inputs]
-        on_device = [None if a is None else _device_tensor(a, False, cleanup) for a in outputs]
+        input_tensors = [ffi.NULL if a is None else device_tensor(_c_ordered(a), True, cleanup)[1] for a in inputs]
+        on_device = [None if a is None else device_tensor(a, False, cleanup) for a in outputs]
         output_tensors = [ffi.NULL if d is None else d[1] for d in on_device]
 
         workspace_size = ffi.new("uint64_t *")

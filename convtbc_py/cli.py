@@ -103,29 +103,10 @@ _DOCUMENTED_CASES: Tuple[_DocumentedCase, ...] = (
 )
 
 
-def _upload(host: np.ndarray, format_name: str, cleanup: contextlib.ExitStack) -> Tuple[Any, Any]:
-    """Put a float32 array into aclrtMalloc'd memory and describe it as an
-    aclTensor; both are released when `cleanup` closes. Returns (memory, tensor)."""
-    from . import ffi, lib
-    from .errors import AclError, check, check_created
-
-    memory = ffi.new("void **")
-    check(lib.aclrtMalloc(memory, host.nbytes, lib.ACL_MEM_MALLOC_HUGE_FIRST), AclError)
-    cleanup.callback(lib.aclrtFree, memory[0])
-    check(lib.aclrtMemcpy(memory[0], host.nbytes, ffi.from_buffer(host), host.nbytes,
-                          lib.ACL_MEMCPY_HOST_TO_DEVICE), AclError)
-    dims = ffi.new("int64_t[]", list(host.shape))
-    element_strides = ffi.new("int64_t[]", [s // host.itemsize for s in host.strides])
-    tensor = lib.aclCreateTensor(dims, host.ndim, lib.ACL_FLOAT, element_strides, 0,
-                                 getattr(lib, f"ACL_FORMAT_{format_name}"), dims, host.ndim, memory[0])
-    check_created(tensor)
-    cleanup.callback(lib.aclDestroyTensor, tensor)
-    return memory[0], tensor
-
-
 def _demo_cann_example(case: _DocumentedCase) -> bool:
     """A documented case through the raw C API, on a stream, with device memory."""
     from . import ffi, lib
+    from ._cann import device_tensor
     from .errors import AclError, check
 
     print(f"CANN's documented example: {case.title} (raw C API)")
@@ -142,7 +123,7 @@ def _demo_cann_example(case: _DocumentedCase) -> bool:
 
         memory, tensors = {}, {}
         for name, (shape, format_name, fill, _) in case.tensors.items():
-            memory[name], tensors[name] = _upload(np.full(shape, fill, np.float32), format_name, cleanup)
+            memory[name], tensors[name] = device_tensor(np.full(shape, fill, np.float32), True, cleanup, format_name)
 
         workspace_size = ffi.new("uint64_t *")
         executor = ffi.new("aclOpExecutor **")

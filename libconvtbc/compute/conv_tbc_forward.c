@@ -102,14 +102,19 @@ static float operand(const ctbc_forward_problem *p, const void *base, ctbc_dtype
 }
 
 /* The sum rounded to the compute dtype, then stored in out's. */
-static void store(const ctbc_forward_problem *p, void *out, int64_t index, float sum)
+/* v in out's dtype (round to nearest even). */
+static void put(const ctbc_forward_problem *p, void *out, int64_t index, float v)
 {
-    const float v = round_to(sum, p->compute_dtype);
     switch (p->out.dtype) {
     case CTBC_F16: ((uint16_t *)out)[index] = ctbc_f32_to_f16(v); break;
     case CTBC_BF16: ((uint16_t *)out)[index] = ctbc_f32_to_bf16(v); break;
     default: ((float *)out)[index] = v;
     }
+}
+
+static void store(const ctbc_forward_problem *p, void *out, int64_t index, float sum)
+{
+    put(p, out, index, round_to(sum, p->compute_dtype));
 }
 
 /* n operands base[start + i*stride] into dst as the cube multiplies them:
@@ -158,7 +163,7 @@ static void store_outputs(const forward_run *run, int64_t start, int64_t stride,
         }
     }
     for (int64_t i = 0; i < n; i++)
-        store(p, run->out, start + i * stride, v[i]);
+        put(p, run->out, start + i * stride, v[i]); /* already rounded */
 }
 
 static int64_t out_index(const ctbc_forward_problem *p, int64_t t, int64_t b, int64_t o)
@@ -182,15 +187,8 @@ static void copy_bias(const ctbc_forward_problem *p, const void *bias, void *out
 {
     for (int64_t t = 0; t < p->t_out; t++)
         for (int64_t b = 0; b < p->b; b++)
-            for (int64_t o = 0; o < p->c_out; o++) {
-                const float v = load(bias, p->bias.dtype, o * p->bias.stride[0]);
-                const int64_t i = out_index(p, t, b, o);
-                switch (p->out.dtype) {
-                case CTBC_F16: ((uint16_t *)out)[i] = ctbc_f32_to_f16(v); break;
-                case CTBC_BF16: ((uint16_t *)out)[i] = ctbc_f32_to_bf16(v); break;
-                default: ((float *)out)[i] = v;
-                }
-            }
+            for (int64_t o = 0; o < p->c_out; o++)
+                put(p, out, out_index(p, t, b, o), load(bias, p->bias.dtype, o * p->bias.stride[0]));
 }
 
 /* ---- forward_gemm ------------------------------------------------------- */
