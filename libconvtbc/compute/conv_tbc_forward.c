@@ -39,8 +39,6 @@
 
 /* The workspace base is only promised to be 16-byte aligned. */
 #define WS_ALIGN 64
-/* Below this many flops a team costs more than it saves. */
-#define PARALLEL_FLOPS 2e6
 /* Most micro-tiles in a block of output rows: their float32 sums live on
  * the stack. (The block and the reduction chunk come from the kernel
  * context: its mc micro-tiles and kc.) */
@@ -63,7 +61,7 @@ typedef struct {
     const char *name;
     /* Scratch in floats (besides the rounded bias and the padding term);
      * SIZE_MAX: too large. */
-    size_t (*scratch_floats)(const ctbc_forward_problem *p, const ctbc_kernel *kernel);
+    size_t (*scratch_floats)(const ctbc_forward_plan *plan, const ctbc_kernel *kernel);
     /* Multiply-adds the micro-kernel performs, padding of its tiles
      * included, plus copies (the plan takes the cheapest); HUGE_VAL: does
      * not apply to the problem. */
@@ -237,39 +235,69 @@ static bool gemm_self_in_place(const ctbc_forward_problem *p)
            p->self.stride[0] == p->b * p->self.stride[1];
 }
 
-/* weight read in place as full nr-wide panels: output channels adjacent.
- * Only a last, partial panel is packed. */
-static bool gemm_weight_in_place(const ctbc_forward_problem *p)
+/* Output steps t whose taps t + k - pad (k < K) meet self, [*t_lo,
+ * *t_hi); the others read only padding. */
+static void self_steps(const ctbc_forward_problem *p, int64_t *t_lo, int64_t *t_hi)
 {
-    return unrounded_float32(p, p->weight.dtype) && (p->weight.stride[2] == 1 || p->c_out == 1);
+    int64_t lo = p->pad - (p->k - 1), hi = p->t + p->pad;
+    lo = lo < 0 ? 0 : lo > p->t_out ? p->t_out : lo;
+    hi = hi > p->t_out ? p->t_out : hi < lo ? lo : hi;
+    *t_lo = lo, *t_hi = hi;
+}
+
+/* The GEMM's rows: the (t, b) positions whose taps read self. */
+static int64_t gemm_rows(const ctbc_forward_problem *p)
+{
+    int64_t t_lo, t_hi;
+    self_steps(p, &t_lo, &t_hi);
+    return (t_hi - t_lo) * p->b;
+}
+
+/* weight read in place as nr-wide panels: output channels adjacent, at
+ * least nr of them (a last, partial panel is read shifted left, overlapping
+ * the one before it), and either exactly nr of them (the panel is then
+ * packed already) or few row tiles reading each panel (the kernel
+ * context's unpacked_reuse_tiles). */
+static bool gemm_weight_in_place(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
+{
+    const ctbc_forward_problem *p = &plan->problem;
+    return unrounded_float32(p, p->weight.dtype) && (p->weight.stride[2] == 1 || p->c_out == 1) &&
+           p->c_out >= kernel->nr &&
+           ((p->c_out == kernel->nr && p->weight.stride[1] == kernel->nr) ||
+            gemm_rows(p) <= plan->unpacked_reuse_tiles * kernel->mr);
 }
 
 typedef struct {
     size_t sequence, tail, panels; /* floats of each part of the scratch */
-    int64_t first_packed_panel;    /* the panels from here on are packed */
+    bool weight_in_place;          /* else every panel is packed */
+    /* self in place with fewer rows than one tile: their taps are copied
+     * into the tail (with more, the last tile is read shifted up) */
+    bool copied_tile;
 } gemm_scratch_layout;
 
 /* Sizes come from tensors that exist, but the products may still not fit
  * size_t for absurd shapes: false then (no workspace can be allocated). */
-static bool gemm_layout(const ctbc_forward_problem *p, const ctbc_kernel *kernel, gemm_scratch_layout *l)
+static bool gemm_layout(const ctbc_forward_plan *plan, const ctbc_kernel *kernel, gemm_scratch_layout *l)
 {
+    const ctbc_forward_problem *p = &plan->problem;
     const int64_t nr = kernel->nr, panel_count = round_up(p->c_out, nr) / nr;
-    l->first_packed_panel = gemm_weight_in_place(p) ? p->c_out / nr : 0;
+    l->weight_in_place = gemm_weight_in_place(plan, kernel);
+    l->copied_tile = gemm_self_in_place(p) && gemm_rows(p) < kernel->mr;
     l->sequence = l->tail = 0;
     const size_t rows = gemm_self_in_place(p) ? 0 : (size_t)((p->t + 2 * zero_steps(p)) * p->b + kernel->mr);
-    if (gemm_self_in_place(p) && (__builtin_mul_overflow((size_t)p->k * (size_t)kernel->mr, (size_t)p->c_in, &l->tail)))
+    if (l->copied_tile && (__builtin_mul_overflow((size_t)p->k * (size_t)kernel->mr, (size_t)p->c_in, &l->tail)))
         return false;
     return !__builtin_mul_overflow(rows, (size_t)p->c_in, &l->sequence) &&
-           !__builtin_mul_overflow((size_t)(panel_count - l->first_packed_panel) * (size_t)nr, (size_t)p->k,
+           !__builtin_mul_overflow((size_t)(l->weight_in_place ? 0 : panel_count) * (size_t)nr, (size_t)p->k,
                                    &l->panels) &&
            !__builtin_mul_overflow(l->panels, (size_t)p->c_in, &l->panels);
 }
 
-static size_t gemm_scratch(const ctbc_forward_problem *p, const ctbc_kernel *kernel)
+static size_t gemm_scratch(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
 {
     gemm_scratch_layout l;
     size_t total;
-    if (!gemm_layout(p, kernel, &l) || __builtin_add_overflow(l.sequence, l.tail, &total) ||
+    if (!gemm_layout(plan, kernel, &l) || __builtin_add_overflow(l.sequence, l.tail, &total) ||
         __builtin_add_overflow(total, l.panels, &total))
         return SIZE_MAX;
     return total;
@@ -283,7 +311,7 @@ static void gemm_run(const forward_run *run, float *scratch)
     const int64_t zeros = zero_steps(p), steps = p->t + 2 * zeros;
     const bool self_in_place = gemm_self_in_place(p);
     gemm_scratch_layout layout;
-    gemm_layout(p, kernel, &layout); /* it fit when the plan was made */
+    gemm_layout(run->plan, kernel, &layout); /* it fit when the plan was made */
     float *sequence = scratch, *tail = scratch + layout.sequence, *panels = tail + layout.tail;
     const int64_t panel_count = round_up(p->c_out, nr) / nr;
     const int64_t t_lo = run->plan->t_lo, rows = (run->plan->t_hi - t_lo) * b_count;
@@ -315,32 +343,37 @@ static void gemm_run(const forward_run *run, float *scratch)
         a_rows = sequence + (t_lo - p->pad + zeros) * b_count * c_in;
         a_row = c_in, a_tap = b_count * c_in;
     }
-    /* A last, partial row tile of in-place rows: its rows' taps, copied
-     * [tap][row][channel] with zero rows past the end. */
+    /* A last, partial row tile of in-place rows is read shifted up to end
+     * at the last row (its first rows are computed twice, the same bits both
+     * times), unless there are fewer rows than one tile: then their taps
+     * are copied [tap][row][channel] with zero rows past the end. */
     const int64_t tail_row0 = rows / mr * mr;
-    if (self_in_place && tail_row0 < rows) {
+    const bool shifted_tile = self_in_place && !layout.copied_tile && tail_row0 < rows;
+    if (layout.copied_tile) {
 #pragma omp for schedule(static)
         for (int64_t k = 0; k < k_count; k++)
             for (int64_t i = 0; i < mr; i++) {
                 float *dst = tail + (k * mr + i) * c_in;
-                if (tail_row0 + i < rows)
-                    memcpy(dst, a_rows + (tail_row0 + i) * a_row + k * a_tap, (size_t)c_in * sizeof *dst);
+                if (i < rows)
+                    memcpy(dst, a_rows + i * a_row + k * a_tap, (size_t)c_in * sizeof *dst);
                 else
                     memset(dst, 0, (size_t)c_in * sizeof *dst);
             }
     }
-    /* weight, rounded, in panels [panel][tap][c_in][nr], zero past c_out:
-     * the panels not read in place. */
+    /* weight, rounded, in panels [panel][tap][c_in][nr], zero past c_out,
+     * unless it is read in place. */
+    if (!layout.weight_in_place) {
 #pragma omp for schedule(static)
-    for (int64_t item = layout.first_packed_panel * k_count; item < panel_count * k_count; item++) {
-        const int64_t panel = item / k_count, k = item % k_count;
-        float *dst = panels + (item - layout.first_packed_panel * k_count) * c_in * nr;
-        const int64_t o0 = panel * nr, n = p->c_out - o0 < nr ? p->c_out - o0 : nr;
-        for (int64_t c = 0; c < c_in; c++) {
-            load_operands(run, dst + c * nr, run->weight, p->weight.dtype,
-                          k * p->weight.stride[0] + c * p->weight.stride[1] + o0 * p->weight.stride[2],
-                          p->weight.stride[2], n);
-            memset(dst + c * nr + n, 0, (size_t)(nr - n) * sizeof *dst);
+        for (int64_t item = 0; item < panel_count * k_count; item++) {
+            const int64_t panel = item / k_count, k = item % k_count;
+            float *dst = panels + item * c_in * nr;
+            const int64_t o0 = panel * nr, n = p->c_out - o0 < nr ? p->c_out - o0 : nr;
+            for (int64_t c = 0; c < c_in; c++) {
+                load_operands(run, dst + c * nr, run->weight, p->weight.dtype,
+                              k * p->weight.stride[0] + c * p->weight.stride[1] + o0 * p->weight.stride[2],
+                              p->weight.stride[2], n);
+                memset(dst + c * nr + n, 0, (size_t)(nr - n) * sizeof *dst);
+            }
         }
     }
     /* (implicit barrier: the tiles read the copies) */
@@ -354,14 +387,17 @@ static void gemm_run(const forward_run *run, float *scratch)
         const int64_t block = item / panel_count, panel = item % panel_count;
         const int64_t row_begin = block * block_rows;
         const int64_t row_end = row_begin + block_rows < rows ? row_begin + block_rows : rows;
-        /* a weight panel in place: rows (tap, channel) w.stride apart */
-        const bool panel_in_place = panel < layout.first_packed_panel;
-        const float *weight_panel = panel_in_place
-                                        ? (const float *)run->weight + panel * nr
-                                        : panels + (panel - layout.first_packed_panel) * k_count * c_in * nr;
-        const int64_t w_channel = panel_in_place ? p->weight.stride[1] : nr;
-        const int64_t w_tap = panel_in_place ? p->weight.stride[0] : c_in * nr;
+        /* The panel's columns begin at o0; read in place, a last, partial
+         * panel is shifted left to begin at panel_o0 (rows (tap, channel)
+         * weight.stride apart). */
+        const int64_t o0 = panel * nr, n = p->c_out - o0 < nr ? p->c_out - o0 : nr;
+        const int64_t panel_o0 = layout.weight_in_place && n < nr ? p->c_out - nr : o0;
+        const float *weight_panel = layout.weight_in_place ? (const float *)run->weight + panel_o0 * p->weight.stride[2]
+                                                           : panels + panel * k_count * c_in * nr;
+        const int64_t w_channel = layout.weight_in_place ? p->weight.stride[1] : nr;
+        const int64_t w_tap = layout.weight_in_place ? p->weight.stride[0] : c_in * nr;
         float sums[FORWARD_MAX_BLOCK_TILES * CTBC_MR_MAX * CTBC_NR_MAX];
+        float shifted_sums[CTBC_MR_MAX * CTBC_NR_MAX]; /* the shifted tile's rows rows - mr .. rows - 1 */
         bool first = true;
         for (int64_t k0 = 0; k0 < k_count; k0 += taps_per_chunk)
             for (int64_t c0 = 0; c0 < c_in; c0 += channels_per_chunk) {
@@ -377,21 +413,24 @@ static void gemm_run(const forward_run *run, float *scratch)
                                       .overwrite = first};
                 const float *w = weight_panel + k0 * w_tap + c0 * w_channel;
                 for (int64_t row0 = row_begin; row0 < row_end; row0 += mr) {
-                    const float *a = a_rows + row0 * a_row + k0 * a_tap + c0;
-                    if (self_in_place && row0 == tail_row0) { /* the copied last tile */
-                        ctbc_ukr_args last = args;
-                        last.a_row = c_in, last.a_outer = mr * c_in;
-                        kernel->ukr(&last, tail + k0 * mr * c_in + c0, w, sums + (row0 - row_begin) * nr, nr);
-                        continue;
+                    if (layout.copied_tile) {
+                        ctbc_ukr_args copied = args;
+                        copied.a_row = c_in, copied.a_outer = mr * c_in;
+                        kernel->ukr(&copied, tail + k0 * mr * c_in + c0, w, sums, nr);
+                    } else if (shifted_tile && row0 == tail_row0) {
+                        kernel->ukr(&args, a_rows + (rows - mr) * a_row + k0 * a_tap + c0, w, shifted_sums, nr);
+                    } else {
+                        kernel->ukr(&args, a_rows + row0 * a_row + k0 * a_tap + c0, w,
+                                    sums + (row0 - row_begin) * nr, nr);
                     }
-                    kernel->ukr(&args, a, w, sums + (row0 - row_begin) * nr, nr);
                 }
                 first = false;
             }
-        const int64_t o0 = panel * nr, n = p->c_out - o0 < nr ? p->c_out - o0 : nr;
         for (int64_t r = row_begin; r < row_end; r++) {
             const int64_t t = t_lo + r / b_count, b = r % b_count;
-            store_outputs(run, out_index(p, t, b, o0), p->out.stride[2], sums + (r - row_begin) * nr, 1,
+            const float *row_sums = shifted_tile && r >= tail_row0 ? shifted_sums + (r - (rows - mr)) * nr
+                                                                   : sums + (r - row_begin) * nr;
+            store_outputs(run, out_index(p, t, b, o0), p->out.stride[2], row_sums + (o0 - panel_o0), 1,
                           run->bias_rounded + o0, n);
         }
     }
@@ -422,8 +461,9 @@ static int64_t position_columns(const ctbc_forward_problem *p, const ctbc_kernel
     return (p->t + 2 * zero_steps(p)) * p->b + kernel->nr;
 }
 
-static size_t positions_scratch(const ctbc_forward_problem *p, const ctbc_kernel *kernel)
+static size_t positions_scratch(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
 {
+    const ctbc_forward_problem *p = &plan->problem;
     size_t sequence, panels, total;
     if (__builtin_mul_overflow((size_t)position_columns(p, kernel), (size_t)p->c_in, &sequence) ||
         __builtin_mul_overflow((size_t)round_up(p->c_out, kernel->mr), (size_t)p->k, &panels) ||
@@ -552,8 +592,9 @@ static bool dot_reads_self_in_place(const ctbc_forward_problem *p)
            (p->self.stride[2] == 1 || p->c_in == 1);
 }
 
-static size_t dot_scratch(const ctbc_forward_problem *p, const ctbc_kernel *kernel)
+static size_t dot_scratch(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
 {
+    const ctbc_forward_problem *p = &plan->problem;
     (void)kernel;
     size_t copy = 0, packed, terms, total;
     if ((!dot_reads_self_in_place(p) &&
@@ -659,9 +700,9 @@ static void dot_run(const forward_run *run, float *scratch)
 
 /* ---- forward_reference ---------------------------------------------------- */
 
-static size_t reference_scratch(const ctbc_forward_problem *p, const ctbc_kernel *kernel)
+static size_t reference_scratch(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
 {
-    (void)p, (void)kernel;
+    (void)plan, (void)kernel;
     return 0;
 }
 
@@ -728,19 +769,15 @@ void ctbc_forward_plan_init(ctbc_forward_plan *plan, const ctbc_forward_problem 
     memset(plan, 0, sizeof *plan);
     plan->problem = *problem;
     plan->isa = (int)ctbc_isa_select();
-    /* Output steps t whose taps t + k - pad (k < K) meet self; the others
-     * read only padding. */
-    int64_t t_lo = problem->pad - (problem->k - 1), t_hi = problem->t + problem->pad;
-    t_lo = t_lo < 0 ? 0 : t_lo > problem->t_out ? problem->t_out : t_lo;
-    t_hi = t_hi > problem->t_out ? problem->t_out : t_hi < t_lo ? t_lo : t_hi;
-    plan->t_lo = t_lo, plan->t_hi = t_hi;
+    self_steps(problem, &plan->t_lo, &plan->t_hi);
     ctbc_context context;
     ctbc_context_for_isa((ctbc_isa)plan->isa, &context);
     const ctbc_kernel *kernel = context.kernel;
     plan->block_tiles = context.mc_tiles < FORWARD_MAX_BLOCK_TILES ? context.mc_tiles : FORWARD_MAX_BLOCK_TILES;
     plan->chunk = context.kc;
+    plan->unpacked_reuse_tiles = context.unpacked_reuse_tiles;
     /* The cheapest, or the forced one where it applies. */
-    const int64_t rows = (t_hi - t_lo) * problem->b;
+    const int64_t rows = gemm_rows(problem);
     const int forced = ctbc_forward_forced();
     double best = HUGE_VAL;
     for (int i = 0; i < IMPLEMENTATION_COUNT; i++) {
@@ -751,12 +788,15 @@ void ctbc_forward_plan_init(ctbc_forward_plan *plan, const ctbc_forward_problem 
                 break;
         }
     }
-    const double flops = 2.0 * (double)problem->t_out * (double)problem->b * (double)problem->c_in *
-                         (double)problem->c_out * (double)problem->k;
+    /* The work a team would share: the tile multiply-adds and copies the
+     * cost counts (padding of the tiles included), or the products for
+     * the reference, whose cost is not a count. */
+    const double products = (double)problem->t_out * (double)problem->b * (double)problem->c_in *
+                            (double)problem->c_out * (double)problem->k;
     plan->threads = omp_get_max_threads() > 1 ? omp_get_max_threads() : 1;
-    plan->parallel = flops >= PARALLEL_FLOPS;
+    plan->parallel = (best < DBL_MAX ? best : products) >= context.team_min_work;
 
-    size_t floats = IMPLEMENTATIONS[plan->implementation].scratch_floats(problem, kernel), bytes;
+    size_t floats = IMPLEMENTATIONS[plan->implementation].scratch_floats(plan, kernel), bytes;
     if (floats == SIZE_MAX || __builtin_add_overflow(floats, 2 * (size_t)problem->c_out, &floats) ||
         __builtin_mul_overflow(floats, sizeof(float), &bytes) || __builtin_add_overflow(bytes, (size_t)WS_ALIGN, &bytes))
         bytes = SIZE_MAX;

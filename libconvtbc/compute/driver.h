@@ -24,6 +24,13 @@ typedef struct {
     int64_t nc_tiles;      /* nr-side cache block, in micro-tiles */
     int64_t kc;            /* reduction steps per packed block */
     int64_t budget_floats; /* per-thread scratch budget unit */
+    /* Most micro-tiles that may read one operand panel unpacked (in place,
+     * rows a tensor row apart) before packing it pays: unpacked, a panel's
+     * rows share few cache sets and leave L1 between the tiles reading it. */
+    int64_t unpacked_reuse_tiles;
+    /* Tile multiply-adds (the plan's cost) below which a team of threads
+     * costs more to start and join than it saves. */
+    double team_min_work;
 } ctbc_context;
 
 void ctbc_context_for_isa(ctbc_isa isa, ctbc_context *context);
