@@ -68,6 +68,8 @@ typedef struct {
  * Statuses and messages are those of aclCreateTensor (ACLNN_ERR_PARAM_INVALID
  * for a tensor it refuses) and of the two phases; nothing is written when
  * phase 1 refuses. A NULL operand is passed to phase 1 as a NULL tensor.
+ * It first drops the calling thread's pending error messages, so that
+ * after a failure aclGetRecentErrMsg holds this call's messages only.
  * The numpy bindings call this: one crossing into C per call. */
 ACL_FUNC_VISIBILITY aclnnStatus convtbcConvTbcBackwardOnHost(
     const convtbcHostTensor *self, const convtbcHostTensor *input, const convtbcHostTensor *weight,

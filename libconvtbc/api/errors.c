@@ -92,6 +92,8 @@ const char *aclGetRecentErrMsg(void)
     return log->returned;
 }
 
+void ctbc_errors_clear(void) { thread_log.count = 0; }
+
 static aclError check_level(const char *api, aclrtLastErrLevel level)
 {
     if (level != ACL_RT_THREAD_LEVEL)

@@ -30,6 +30,9 @@
 int ctbc_fail_at(const char *file, int line, int status, const char *error_id, const char *api, const char *fmt, ...)
     CTBC_PRINTF(6, 7);
 
+/* Drops the calling thread's pending messages, as reading them would. */
+void ctbc_errors_clear(void);
+
 /* Returns from the calling function when `expr` is not 0 (success). */
 #define CTBC_RETURN_IF_FAILED(expr)                                                                          \
     do {                                                                                                      \

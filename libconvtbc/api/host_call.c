@@ -86,6 +86,9 @@ static aclnnStatus on_host(const host_op *op, const convtbcHostTensor *const *op
                            int8_t cube_math_type)
 {
     aclTensor *tensors[MAX_OPERANDS] = {NULL};
+    /* So that a failure's messages are this call's alone, without the
+     * caller paying a crossing to read and drop older ones. */
+    ctbc_errors_clear();
     /* This call stands in for aclInit too: it refuses what aclInit would. */
     aclnnStatus status = ctbc_soc_check_environment(op->api);
     for (size_t i = 0; i < op->operand_count && status == ACLNN_SUCCESS; i++) {
