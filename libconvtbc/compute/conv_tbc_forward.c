@@ -140,6 +140,79 @@ static void load_operands(const forward_run *run, float *dst, const void *base, 
             dst[i] = round_to(dst[i], p->compute_dtype);
 }
 
+/* Whether an operand is used as it lies: float32 that nothing rounds. */
+static bool unrounded_float32(const ctbc_forward_problem *p, ctbc_dtype dtype)
+{
+    return dtype == CTBC_F32 && p->compute_dtype == CTBC_F32 && !p->hf32;
+}
+
+/* dst[i] = src[i * stride], i < n. */
+static void gather(float *dst, const float *src, int64_t stride, int64_t n)
+{
+    if (stride == 1) {
+        memcpy(dst, src, (size_t)n * sizeof *dst);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = src[i * stride];
+}
+
+/* The weight as the implementations read it: float32 values as the cube
+ * multiplies them, element (k, c, o) at base[k*tap + c*channel + o*column]. */
+typedef struct {
+    const float *base;
+    int64_t tap, channel, column;
+} float_weight;
+
+/* Whether the weight is read as it lies: float32 that nothing rounds.
+ * Otherwise it is widened (and rounded) once, in bulk, into a float32 copy
+ * [k][c_in][c_out]: converting it a panel row at a time, as the packing
+ * loops would, costs a call per few values. */
+static bool weight_read_in_place(const ctbc_forward_problem *p) { return unrounded_float32(p, p->weight.dtype); }
+
+/* Floats of the widened copy (0 when the weight is read in place). */
+static size_t widened_weight_floats(const ctbc_forward_problem *p)
+{
+    size_t floats = 0;
+    if (!weight_read_in_place(p) && (__builtin_mul_overflow((size_t)p->k, (size_t)p->c_in, &floats) ||
+                                     __builtin_mul_overflow(floats, (size_t)p->c_out, &floats)))
+        return SIZE_MAX;
+    return floats;
+}
+
+/* Values widened per work item of the copy when the weight's elements are
+ * adjacent in (k, c_in, c_out) order. */
+enum { WIDEN_BLOCK = 4096 };
+
+/* The weight as float32 (in place, or widened into `room`, which holds
+ * widened_weight_floats values). Called by every thread of the team: the
+ * copy is complete when it returns. */
+static float_weight weight_floats(const forward_run *run, float *room)
+{
+    const ctbc_forward_problem *p = run->p;
+    const int64_t *stride = p->weight.stride;
+    if (weight_read_in_place(p))
+        return (float_weight){run->weight, stride[0], stride[1], stride[2]};
+    const int64_t c_in = p->c_in, c_out = p->c_out, rows = p->k * c_in;
+    const bool adjacent = (c_out == 1 || stride[2] == 1) && (c_in == 1 || stride[1] == c_out) &&
+                          (p->k == 1 || stride[0] == c_in * c_out);
+    if (adjacent) {
+        const int64_t total = rows * c_out, blocks = (total + WIDEN_BLOCK - 1) / WIDEN_BLOCK;
+#pragma omp for schedule(static)
+        for (int64_t block = 0; block < blocks; block++) {
+            const int64_t start = block * WIDEN_BLOCK;
+            load_operands(run, room + start, run->weight, p->weight.dtype, start, 1,
+                          total - start < WIDEN_BLOCK ? total - start : WIDEN_BLOCK);
+        }
+    } else {
+#pragma omp for schedule(static)
+        for (int64_t row = 0; row < rows; row++)
+            load_operands(run, room + row * c_out, run->weight, p->weight.dtype,
+                          row / c_in * stride[0] + row % c_in * stride[1], stride[2], c_out);
+    }
+    return (float_weight){room, c_in * c_out, c_out, 1};
+}
+
 /* Most outputs one store_outputs call writes (a tile row or column). */
 enum { STORE_MAX = CTBC_NR_MAX > CTBC_MR_MAX ? CTBC_NR_MAX : CTBC_MR_MAX };
 
@@ -211,12 +284,6 @@ static int64_t chunk_channels(const ctbc_forward_plan *plan, int64_t c_in)
  * taps reach min(pad, K-1) steps past self (none without padding). */
 static int64_t zero_steps(const ctbc_forward_problem *p) { return p->pad < p->k - 1 ? p->pad : p->k - 1; }
 
-/* Whether an operand is used as it lies: float32 that nothing rounds. */
-static bool unrounded_float32(const ctbc_forward_problem *p, ctbc_dtype dtype)
-{
-    return dtype == CTBC_F32 && p->compute_dtype == CTBC_F32 && !p->hf32;
-}
-
 /* The costs count a copy of self as if self were contiguous: which
  * implementation computes a problem, and so its bits, must not depend on
  * the strides of the views (an implementation gives the same bits read in
@@ -261,15 +328,17 @@ static int64_t gemm_rows(const ctbc_forward_problem *p)
 static bool gemm_weight_in_place(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
 {
     const ctbc_forward_problem *p = &plan->problem;
-    return unrounded_float32(p, p->weight.dtype) && (p->weight.stride[2] == 1 || p->c_out == 1) &&
-           p->c_out >= kernel->nr &&
-           ((p->c_out == kernel->nr && p->weight.stride[1] == kernel->nr) ||
+    /* (the strides of the widened copy, where there is one) */
+    const bool widened = !weight_read_in_place(p);
+    const int64_t channel = widened ? p->c_out : p->weight.stride[1], column = widened ? 1 : p->weight.stride[2];
+    return (column == 1 || p->c_out == 1) && p->c_out >= kernel->nr &&
+           ((p->c_out == kernel->nr && channel == kernel->nr) ||
             gemm_rows(p) <= plan->unpacked_reuse_tiles * kernel->mr);
 }
 
 typedef struct {
-    size_t sequence, tail, panels; /* floats of each part of the scratch */
-    bool weight_in_place;          /* else every panel is packed */
+    size_t sequence, tail, panels, widened; /* floats of each part of the scratch */
+    bool weight_in_place;                   /* (or its widened copy); else every panel is packed */
     /* self in place with fewer rows than one tile: their taps are copied
      * into the tail (with more, the last tile is read shifted up) */
     bool copied_tile;
@@ -284,10 +353,11 @@ static bool gemm_layout(const ctbc_forward_plan *plan, const ctbc_kernel *kernel
     l->weight_in_place = gemm_weight_in_place(plan, kernel);
     l->copied_tile = gemm_self_in_place(p) && gemm_rows(p) < kernel->mr;
     l->sequence = l->tail = 0;
+    l->widened = widened_weight_floats(p);
     const size_t rows = gemm_self_in_place(p) ? 0 : (size_t)((p->t + 2 * zero_steps(p)) * p->b + kernel->mr);
     if (l->copied_tile && (__builtin_mul_overflow((size_t)p->k * (size_t)kernel->mr, (size_t)p->c_in, &l->tail)))
         return false;
-    return !__builtin_mul_overflow(rows, (size_t)p->c_in, &l->sequence) &&
+    return l->widened != SIZE_MAX && !__builtin_mul_overflow(rows, (size_t)p->c_in, &l->sequence) &&
            !__builtin_mul_overflow((size_t)(l->weight_in_place ? 0 : panel_count) * (size_t)nr, (size_t)p->k,
                                    &l->panels) &&
            !__builtin_mul_overflow(l->panels, (size_t)p->c_in, &l->panels);
@@ -298,7 +368,7 @@ static size_t gemm_scratch(const ctbc_forward_plan *plan, const ctbc_kernel *ker
     gemm_scratch_layout l;
     size_t total;
     if (!gemm_layout(plan, kernel, &l) || __builtin_add_overflow(l.sequence, l.tail, &total) ||
-        __builtin_add_overflow(total, l.panels, &total))
+        __builtin_add_overflow(total, l.panels, &total) || __builtin_add_overflow(total, l.widened, &total))
         return SIZE_MAX;
     return total;
 }
@@ -313,6 +383,7 @@ static void gemm_run(const forward_run *run, float *scratch)
     gemm_scratch_layout layout;
     gemm_layout(run->plan, kernel, &layout); /* it fit when the plan was made */
     float *sequence = scratch, *tail = scratch + layout.sequence, *panels = tail + layout.tail;
+    const float_weight weight = weight_floats(run, panels + layout.panels);
     const int64_t panel_count = round_up(p->c_out, nr) / nr;
     const int64_t t_lo = run->plan->t_lo, rows = (run->plan->t_hi - t_lo) * b_count;
 
@@ -327,18 +398,15 @@ static void gemm_run(const forward_run *run, float *scratch)
         /* self, rounded and widened, with min(pad, K-1) zero steps on
          * either side and a zero tail the last tile may read. */
 #pragma omp for schedule(static)
-        for (int64_t u = 0; u < steps + 1; u++) {
-            const int64_t count = u < steps ? b_count : mr; /* the tail: one tile's overhang */
-            for (int64_t b = 0; b < count; b++) {
-                float *row = sequence + (u * b_count + b) * c_in;
-                const int64_t t = u - zeros;
-                if (u >= steps || t < 0 || t >= p->t) {
-                    memset(row, 0, (size_t)c_in * sizeof *row);
-                    continue;
-                }
-                load_operands(run, row, run->self, p->self.dtype, t * p->self.stride[0] + b * p->self.stride[1],
-                              p->self.stride[2], c_in);
+        for (int64_t r = 0; r < steps * b_count + mr; r++) { /* (the tail: one tile's overhang) */
+            float *row = sequence + r * c_in;
+            const int64_t t = r / b_count - zeros, b = r % b_count;
+            if (r >= steps * b_count || t < 0 || t >= p->t) {
+                memset(row, 0, (size_t)c_in * sizeof *row);
+                continue;
             }
+            load_operands(run, row, run->self, p->self.dtype, t * p->self.stride[0] + b * p->self.stride[1],
+                          p->self.stride[2], c_in);
         }
         a_rows = sequence + (t_lo - p->pad + zeros) * b_count * c_in;
         a_row = c_in, a_tap = b_count * c_in;
@@ -369,9 +437,8 @@ static void gemm_run(const forward_run *run, float *scratch)
             float *dst = panels + item * c_in * nr;
             const int64_t o0 = panel * nr, n = p->c_out - o0 < nr ? p->c_out - o0 : nr;
             for (int64_t c = 0; c < c_in; c++) {
-                load_operands(run, dst + c * nr, run->weight, p->weight.dtype,
-                              k * p->weight.stride[0] + c * p->weight.stride[1] + o0 * p->weight.stride[2],
-                              p->weight.stride[2], n);
+                gather(dst + c * nr, weight.base + k * weight.tap + c * weight.channel + o0 * weight.column,
+                       weight.column, n);
                 memset(dst + c * nr + n, 0, (size_t)(nr - n) * sizeof *dst);
             }
         }
@@ -392,10 +459,10 @@ static void gemm_run(const forward_run *run, float *scratch)
          * weight.stride apart). */
         const int64_t o0 = panel * nr, n = p->c_out - o0 < nr ? p->c_out - o0 : nr;
         const int64_t panel_o0 = layout.weight_in_place && n < nr ? p->c_out - nr : o0;
-        const float *weight_panel = layout.weight_in_place ? (const float *)run->weight + panel_o0 * p->weight.stride[2]
+        const float *weight_panel = layout.weight_in_place ? weight.base + panel_o0 * weight.column
                                                            : panels + panel * k_count * c_in * nr;
-        const int64_t w_channel = layout.weight_in_place ? p->weight.stride[1] : nr;
-        const int64_t w_tap = layout.weight_in_place ? p->weight.stride[0] : c_in * nr;
+        const int64_t w_channel = layout.weight_in_place ? weight.channel : nr;
+        const int64_t w_tap = layout.weight_in_place ? weight.tap : c_in * nr;
         float sums[FORWARD_MAX_BLOCK_TILES * CTBC_MR_MAX * CTBC_NR_MAX];
         float shifted_sums[CTBC_MR_MAX * CTBC_NR_MAX]; /* the shifted tile's rows rows - mr .. rows - 1 */
         bool first = true;
@@ -465,9 +532,11 @@ static size_t positions_scratch(const ctbc_forward_plan *plan, const ctbc_kernel
 {
     const ctbc_forward_problem *p = &plan->problem;
     size_t sequence, panels, total;
-    if (__builtin_mul_overflow((size_t)position_columns(p, kernel), (size_t)p->c_in, &sequence) ||
+    const size_t widened = widened_weight_floats(p);
+    if (widened == SIZE_MAX || __builtin_mul_overflow((size_t)position_columns(p, kernel), (size_t)p->c_in, &sequence) ||
         __builtin_mul_overflow((size_t)round_up(p->c_out, kernel->mr), (size_t)p->k, &panels) ||
-        __builtin_mul_overflow(panels, (size_t)p->c_in, &panels) || __builtin_add_overflow(sequence, panels, &total))
+        __builtin_mul_overflow(panels, (size_t)p->c_in, &panels) || __builtin_add_overflow(sequence, panels, &total) ||
+        __builtin_add_overflow(total, widened, &total))
         return SIZE_MAX;
     return total;
 }
@@ -499,25 +568,24 @@ static void positions_run(const forward_run *run, float *scratch)
     float *sequence = scratch; /* [c_in][columns] */
     float *panels = scratch + columns * c_in;
     const int64_t panel_count = round_up(p->c_out, mr) / mr;
+    const float_weight weight = weight_floats(run, panels + panel_count * mr * k_count * c_in);
 
     /* self, rounded and widened, channel-major, with min(pad, K-1) zero steps on
      * either side and a zero tail the last tile may read. */
 #pragma omp for schedule(static)
-    for (int64_t u = 0; u < steps + 1; u++) {
-        const int64_t t = u - zeros;
-        const bool inside = u < steps && t >= 0 && t < p->t;
-        const int64_t count = u < steps ? b_count : nr; /* the tail: one tile's overhang */
+    for (int64_t column = 0; column < columns; column++) { /* (the last nr: one tile's overhang) */
+        const int64_t t = column / b_count - zeros, b = column % b_count;
+        const bool inside = column < steps * b_count && t >= 0 && t < p->t;
         float row[POSITIONS_ROW];
-        for (int64_t b = 0; b < count; b++)
-            for (int64_t c0 = 0; c0 < c_in; c0 += POSITIONS_ROW) {
-                const int64_t n = c_in - c0 < POSITIONS_ROW ? c_in - c0 : POSITIONS_ROW;
-                if (inside)
-                    load_operands(run, row, run->self, p->self.dtype,
-                                  t * p->self.stride[0] + b * p->self.stride[1] + c0 * p->self.stride[2],
-                                  p->self.stride[2], n);
-                for (int64_t c = 0; c < n; c++)
-                    sequence[(c0 + c) * columns + u * b_count + b] = inside ? row[c] : 0.0f;
-            }
+        for (int64_t c0 = 0; c0 < c_in; c0 += POSITIONS_ROW) {
+            const int64_t n = c_in - c0 < POSITIONS_ROW ? c_in - c0 : POSITIONS_ROW;
+            if (inside)
+                load_operands(run, row, run->self, p->self.dtype,
+                              t * p->self.stride[0] + b * p->self.stride[1] + c0 * p->self.stride[2],
+                              p->self.stride[2], n);
+            for (int64_t c = 0; c < n; c++)
+                sequence[(c0 + c) * columns + column] = inside ? row[c] : 0.0f;
+        }
     }
     /* weight, rounded, in panels [panel][tap][c_in][mr], zero past c_out. */
 #pragma omp for schedule(static)
@@ -526,9 +594,8 @@ static void positions_run(const forward_run *run, float *scratch)
         float *dst = panels + item * c_in * mr;
         const int64_t o0 = panel * mr, m = p->c_out - o0 < mr ? p->c_out - o0 : mr;
         for (int64_t c = 0; c < c_in; c++) {
-            load_operands(run, dst + c * mr, run->weight, p->weight.dtype,
-                          k * p->weight.stride[0] + c * p->weight.stride[1] + o0 * p->weight.stride[2],
-                          p->weight.stride[2], m);
+            gather(dst + c * mr, weight.base + k * weight.tap + c * weight.channel + o0 * weight.column,
+                   weight.column, m);
             memset(dst + c * mr + m, 0, (size_t)(mr - m) * sizeof *dst);
         }
     }
@@ -597,13 +664,15 @@ static size_t dot_scratch(const ctbc_forward_plan *plan, const ctbc_kernel *kern
     const ctbc_forward_problem *p = &plan->problem;
     (void)kernel;
     size_t copy = 0, packed, terms, total;
-    if ((!dot_reads_self_in_place(p) &&
+    const size_t widened = widened_weight_floats(p);
+    if (widened == SIZE_MAX || (!dot_reads_self_in_place(p) &&
          (__builtin_mul_overflow((size_t)p->t, (size_t)p->b, &copy) ||
           __builtin_mul_overflow(copy, (size_t)p->c_in, &copy))) ||
         __builtin_mul_overflow((size_t)p->c_out, (size_t)p->k, &packed) ||
         __builtin_mul_overflow(packed, (size_t)p->c_in, &packed) ||
         __builtin_mul_overflow((size_t)p->k, (size_t)p->c_out, &terms) ||
-        __builtin_add_overflow(copy, packed, &total) || __builtin_add_overflow(total, terms, &total))
+        __builtin_add_overflow(copy, packed, &total) || __builtin_add_overflow(total, terms, &total) ||
+        __builtin_add_overflow(total, widened, &total))
         return SIZE_MAX;
     return total;
 }
@@ -632,21 +701,20 @@ static void dot_run(const forward_run *run, float *scratch)
     float *packed = scratch;
     float *terms = packed + c_out * k_count * c_in; /* [k][c_out] */
     float *copy = terms + k_count * c_out;
+    const float_weight weight = weight_floats(run, copy + (in_place ? 0 : p->t * b_count * c_in));
 
     if (!in_place) {
 #pragma omp for schedule(static)
-        for (int64_t t = 0; t < p->t; t++)
-            for (int64_t b = 0; b < b_count; b++)
-                load_operands(run, copy + (t * b_count + b) * c_in, run->self, p->self.dtype,
-                              t * p->self.stride[0] + b * p->self.stride[1], p->self.stride[2], c_in);
+        for (int64_t r = 0; r < p->t * b_count; r++)
+            load_operands(run, copy + r * c_in, run->self, p->self.dtype,
+                          r / b_count * p->self.stride[0] + r % b_count * p->self.stride[1], p->self.stride[2], c_in);
         self = copy, step_stride = b_count * c_in, row_stride = c_in;
     }
 #pragma omp for schedule(static)
     for (int64_t item = 0; item < c_out * k_count; item++) {
         const int64_t o = item / k_count, k = item % k_count;
         float *w = packed + item * c_in;
-        load_operands(run, w, run->weight, p->weight.dtype, k * p->weight.stride[0] + o * p->weight.stride[2],
-                      p->weight.stride[1], c_in);
+        gather(w, weight.base + k * weight.tap + o * weight.column, weight.channel, c_in);
         float term = 0.0f;
         for (int64_t c = 0; c < c_in; c++)
             term += 0.0f * w[c];
