@@ -4,6 +4,7 @@
  * (tensors, phase 1, workspace, phase 2, cleanup): convtbcConvTbcOnHost
  * and convtbcConvTbcBackwardOnHost.
  */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "aclnnop/aclnn_convolution.h"
@@ -65,20 +66,63 @@ static aclTensor *tensor_of(const char *api, const convtbcHostTensor *operand, b
     return tensor;
 }
 
+/* The calling thread's last workspace, kept for its next call: host calls
+ * repeat the same few problems, and a workspace of megabytes allocated
+ * afresh each time comes back from the allocator as new pages, whose
+ * faults cost as much as a few hundred microseconds of compute (T255 B9
+ * Ci816 K65 Co7 float16: 1500 faults a call). Kept up to KEPT_BYTES; the
+ * key frees it when the thread exits. */
+enum { KEPT_BYTES = 64 << 20 };
+
+typedef struct {
+    void *base;
+    size_t bytes;
+} kept_workspace;
+
+static _Thread_local kept_workspace kept;
+static pthread_key_t kept_key;
+static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
+
+static void free_kept(void *base) { free(base); }
+static void make_kept_key(void) { (void)pthread_key_create(&kept_key, free_kept); }
+
+/* A 64-byte aligned workspace of `bytes` (> 0) for this call, or NULL. */
+static void *take_workspace(size_t bytes)
+{
+    if (kept.bytes >= bytes)
+        return kept.base;
+    void *base = NULL;
+    if (posix_memalign(&base, 64, bytes) != 0)
+        return NULL;
+    if (bytes > KEPT_BYTES)
+        return base; /* the caller frees it */
+    pthread_once(&kept_once, make_kept_key);
+    free(kept.base);
+    kept = (kept_workspace){base, bytes};
+    (void)pthread_setspecific(kept_key, base);
+    return base;
+}
+
+static void give_back_workspace(void *base)
+{
+    if (base != kept.base)
+        free(base);
+}
+
 static aclnnStatus run_both_phases(const host_op *op, aclTensor *const *t, int64_t pad, int8_t cube_math_type)
 {
     uint64_t workspace_bytes = 0;
     aclOpExecutor *executor = NULL;
     CTBC_RETURN_IF_FAILED(op->phase1(t, pad, cube_math_type, &workspace_bytes, &executor));
     void *workspace = NULL;
-    if (workspace_bytes > 0 && posix_memalign(&workspace, 64, (size_t)workspace_bytes) != 0) {
+    if (workspace_bytes > 0 && !(workspace = take_workspace((size_t)workspace_bytes))) {
         ctbc_executor_discard(executor);
         return ctbc_fail(ACLNN_ERR_INNER, CTBC_EE_INNER, op->api, "cannot allocate a workspace of %llu bytes",
                          (unsigned long long)workspace_bytes);
     }
     aclnnStatus status = op->run_host(executor, workspace);
     ctbc_executor_discard(executor);
-    free(workspace);
+    give_back_workspace(workspace);
     return status;
 }
 
