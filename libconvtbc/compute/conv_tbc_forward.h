@@ -42,6 +42,7 @@ typedef struct {
     int64_t t_lo, t_hi;     /* output steps that read self; the others are bias alone */
     int64_t block_tiles;    /* micro-tiles per block of outputs (the kernel context's mc) */
     int64_t chunk;          /* reduction values per chunk (its kc) */
+    int64_t panel_group;    /* most weight panels one pass over a chunk covers (its nc) */
     int64_t unpacked_reuse_tiles; /* most tiles reading a weight panel in place (its own) */
     size_t workspace_bytes; /* scratch phase 2 needs */
 } ctbc_forward_plan;
