@@ -15,7 +15,9 @@ from conftest import C_DIR
 PROGRAMS = ["cann_style_example.cpp", "bad_inputs.c", "executor_rules.c", "numerics_sweep.c", "phase1_views.c",
             "meta_objects.cpp", "meta_executor.c", "runtime_surface.c", "stream_api.c", "device_memory.c",
             "default_copies.c", "fork_child.c", "hostile_views.c", "aliased_outputs.c", "executor_race.c",
-            "stream_handles.c", "forward_op.c"]
+            "stream_handles.c", "forward_op.c", "caller_team.c"]
+# Programs that need more than the user's include and link lines.
+EXTRA_FLAGS = {"caller_team.c": ["-fopenmp"]}
 
 # The programs other than these hand host buffers straight to the op (the op
 # needs no aclInit, and aclrtMalloc does); libconvtbc's optional device-memory
@@ -42,7 +44,8 @@ def built(convtbc_config, tmp_path_factory):
     exes = {}
     for src in PROGRAMS:
         exe = out / src.rsplit(".", 1)[0]
-        cmd = compiler_for(src) + ["-O1", "-g", "-Wall", "-Wextra", *cflags, str(C_DIR / src), "-o", str(exe),
+        cmd = compiler_for(src) + ["-O1", "-g", "-Wall", "-Wextra", *EXTRA_FLAGS.get(src, []), *cflags,
+                                   str(C_DIR / src), "-o", str(exe),
                                    *libs, "-pthread", "-lm"]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         exes[src] = (exe, p)
