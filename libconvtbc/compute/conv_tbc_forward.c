@@ -782,15 +782,44 @@ static void dot_run(const forward_run *run, float *scratch)
     }
     /* (implicit barrier: the dots read both) */
 
-    const int64_t t_lo = run->plan->t_lo, steps = run->plan->t_hi - t_lo;
-    const int64_t row_blocks = (b_count + DOT_BLOCK_ROWS - 1) / DOT_BLOCK_ROWS;
+    /* Work items: blocks of up to DOT_BLOCK_ROWS output rows (t, b) that
+     * read the same taps. Each step is a run of rows of its own, its blocks
+     * taken batch-block-major, so that a thread's next item reads the rows
+     * of self its last one read, shifted by one step (from cache, where
+     * self is larger than it). With fewer batch rows than a block, the
+     * steps whose taps all read self form one run instead, in (t, b) order,
+     * when its rows are evenly spaced (the copy, or self with stride[0] =
+     * B stride[1]), so that a block spans steps and the kernel's
+     * CTBC_DOT_ROWS rows fill even with one batch row. Each output's sum
+     * does not depend on the rows computed beside it. */
+    const int64_t t_lo = run->plan->t_lo, t_hi = run->plan->t_hi;
+    int64_t full_lo = p->pad > t_lo ? p->pad : t_lo, full_hi = p->t + p->pad - k_count + 1;
+    full_hi = full_hi < t_hi ? full_hi : t_hi;
+    if (full_hi <= full_lo || step_stride != b_count * row_stride || b_count >= DOT_BLOCK_ROWS)
+        full_lo = full_hi = t_hi; /* no shared run */
+    const int64_t step_blocks = (b_count + DOT_BLOCK_ROWS - 1) / DOT_BLOCK_ROWS;
+    const int64_t own_steps = t_hi - t_lo - (full_hi - full_lo), own_items = own_steps * step_blocks;
+    const int64_t shared_rows = (full_hi - full_lo) * b_count;
+    const int64_t items = own_items + (shared_rows + DOT_BLOCK_ROWS - 1) / DOT_BLOCK_ROWS;
 #pragma omp for schedule(static)
-    for (int64_t item = 0; item < steps * row_blocks; item++) {
-        const int64_t t = t_lo + item / row_blocks, b_begin = item % row_blocks * DOT_BLOCK_ROWS;
-        const int64_t b_end = b_begin + DOT_BLOCK_ROWS < b_count ? b_begin + DOT_BLOCK_ROWS : b_count;
-        /* the taps of step t that read self: 0 <= t + k - pad < T */
-        const int64_t k_lo = p->pad - t > 0 ? p->pad - t : 0;
-        const int64_t k_hi = p->t + p->pad - t < k_count ? p->t + p->pad - t : k_count;
+    for (int64_t item = 0; item < items; item++) {
+        /* the item's rows: flattened (t, b) indices [row, row_end) of a
+         * run [run_begin, run_end) */
+        int64_t row, row_end, run_begin, run_end;
+        if (item < own_items) {
+            const int64_t step = item % own_steps;
+            const int64_t t = t_lo + step < full_lo ? t_lo + step : t_lo + step - full_lo + full_hi;
+            run_begin = t * b_count, run_end = run_begin + b_count;
+            row = run_begin + item / own_steps * DOT_BLOCK_ROWS;
+        } else {
+            run_begin = full_lo * b_count, run_end = run_begin + shared_rows;
+            row = run_begin + (item - own_items) * DOT_BLOCK_ROWS;
+        }
+        row_end = row + DOT_BLOCK_ROWS < run_end ? row + DOT_BLOCK_ROWS : run_end;
+        /* the taps of the run's steps that read self: 0 <= t + k - pad < T */
+        const int64_t t_run = run_begin / b_count;
+        const int64_t k_lo = p->pad - t_run > 0 ? p->pad - t_run : 0;
+        const int64_t k_hi = p->t + p->pad - t_run < k_count ? p->t + p->pad - t_run : k_count;
         float padding[DOT_MAX_COLUMNS];
         for (int64_t o = 0; o < c_out; o++) {
             float sum = 0.0f;
@@ -799,11 +828,20 @@ static void dot_run(const forward_run *run, float *scratch)
                     sum += terms[k * c_out + o];
             padding[o] = sum;
         }
-        const float *first = self + (t + k_lo - p->pad) * step_stride;
-        for (int64_t b = b_begin; b < b_end; b += CTBC_DOT_ROWS) {
-            /* fewer than CTBC_DOT_ROWS rows left: the kernel reads the last
-             * row again (a_row 0) rather than past self */
-            const int64_t rows = b_end - b < CTBC_DOT_ROWS ? 1 : CTBC_DOT_ROWS;
+        /* row r of the run reads self at step r / B + k_lo - pad, batch r % B */
+        const float *first = self + (t_run + k_lo - p->pad) * step_stride - run_begin % b_count * row_stride;
+        for (; row < row_end; row += CTBC_DOT_ROWS) {
+            /* fewer than CTBC_DOT_ROWS rows left: the group is shifted back
+             * to end at the last (its first rows computed twice, the same
+             * bits), or, in a run that short, the kernel reads one row
+             * again (a_row 0) rather than past self */
+            int64_t group = row, rows = CTBC_DOT_ROWS;
+            if (row_end - row < CTBC_DOT_ROWS) {
+                if (run_end - run_begin >= CTBC_DOT_ROWS)
+                    group = row_end - CTBC_DOT_ROWS > run_begin ? row_end - CTBC_DOT_ROWS : run_begin;
+                else
+                    rows = 1;
+            }
             const ctbc_dot_args args = {.n = c_out,
                                         .n_outer = k_hi - k_lo,
                                         .n_inner = c_in,
@@ -812,16 +850,17 @@ static void dot_run(const forward_run *run, float *scratch)
                                         .b_col = k_count * c_in,
                                         .b_outer = c_in};
             float sums[CTBC_DOT_ROWS * DOT_MAX_COLUMNS];
-            kernel->dot(&args, first + b * row_stride, packed + k_lo * c_in, sums, c_out);
-            for (int64_t i = 0; i < rows; i++) {
+            kernel->dot(&args, first + (group - run_begin) * row_stride, packed + k_lo * c_in, sums, c_out);
+            const int64_t done_to = rows == 1 ? row + 1 : group + CTBC_DOT_ROWS;
+            for (int64_t r = row; r < done_to; r++) {
                 float with_padding[DOT_MAX_COLUMNS];
                 for (int64_t o = 0; o < c_out; o++)
-                    with_padding[o] = sums[i * c_out + o] + padding[o];
-                store_outputs(run, out_index(p, t, b + i, 0), p->out.stride[2], with_padding, 1, run->bias_rounded,
-                              c_out);
+                    with_padding[o] = sums[(r - group) * c_out + o] + padding[o];
+                store_outputs(run, out_index(p, r / b_count, r % b_count, 0), p->out.stride[2], with_padding, 1,
+                              run->bias_rounded, c_out);
             }
             if (rows == 1)
-                b += 1 - CTBC_DOT_ROWS; /* one row done */
+                row += 1 - CTBC_DOT_ROWS; /* one row done */
         }
     }
 }
