@@ -23,22 +23,6 @@ static float value(uint64_t *state)
     return (float)((*state >> 40) % 2001) / 1000.0f - 1.0f;
 }
 
-/* out[t][b][o] = bias[o] + sum_k sum_c xp[t+k][b][c] w[k][c][o], in double;
- * x is read through its strides (xs), the rest is contiguous. */
-static double forward_reference(const sizes *s, const float *x, const int64_t *xs, const float *w, const float *bias, int64_t t,
-                        int64_t b, int64_t o)
-{
-    double sum = bias[o];
-    for (int64_t k = 0; k < s->k; k++) {
-        const int64_t u = t + k - s->pad;
-        if (u < 0 || u >= s->t)
-            continue;
-        for (int64_t c = 0; c < s->c_in; c++)
-            sum += (double)x[u * xs[0] + b * xs[1] + c * xs[2]] * w[(k * s->c_in + c) * s->c_out + o];
-    }
-    return sum;
-}
-
 /* One problem; x_strided: self is every other channel of a wider buffer. */
 static void check_problem(const sizes *s, int x_strided, const char *implementation)
 {
@@ -84,7 +68,7 @@ static void check_problem(const sizes *s, int x_strided, const char *implementat
             for (int64_t t = 0; t < t_out; t++)
                 for (int64_t b = 0; b < s->b; b++)
                     for (int64_t o = 0; o < s->c_out; o++) {
-                        const double want = forward_reference(s, x, x_strides, w, bias, t, b, o);
+                        const double want = forward_reference(s->t, s->c_in, s->k, s->c_out, s->pad, x, x_strides, w, bias, t, b, o);
                         const double got = y[(t * s->b + b) * s->c_out + o];
                         worst = fmax(worst, isnan(got) ? INFINITY : fabs(got - want));
                         scale = fmax(scale, fabs(want));

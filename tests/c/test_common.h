@@ -124,6 +124,24 @@ static inline void store_elem(void *base, int64_t i, aclDataType dt, float v)
 
 /* ---- plain-loop reference (double) on dense [d0][d1][d2] arrays ---- */
 
+/* The forward op's out[t][b][o] = bias[o] + sum_k sum_c xp[t+k][b][c] w[k][c][o]
+ * in double, xp being x [t_len][B][c_in] between pad zero steps; x is read
+ * through its strides (xs), w [k_len][c_in][c_out] is contiguous. */
+static inline double forward_reference(int64_t t_len, int64_t c_in, int64_t k_len, int64_t c_out, int64_t pad,
+                                       const float *x, const int64_t *xs, const float *w, const float *bias,
+                                       int64_t t, int64_t b, int64_t o)
+{
+    double sum = bias[o];
+    for (int64_t k = 0; k < k_len; k++) {
+        const int64_t u = t + k - pad;
+        if (u < 0 || u >= t_len)
+            continue;
+        for (int64_t c = 0; c < c_in; c++)
+            sum += (double)x[u * xs[0] + b * xs[1] + c * xs[2]] * w[(k * c_in + c) * c_out + o];
+    }
+    return sum;
+}
+
 static inline void reference(const double *go, const double *x, const double *w, int64_t T, int64_t B,
                       int64_t Ci, int64_t K, int64_t Co, int64_t pad, double *gi, double *gw, double *gb)
 {
