@@ -83,8 +83,9 @@ static _Thread_local kept_workspace kept;
 static pthread_key_t kept_key;
 static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
 
-static void free_kept(void *base) { free(base); }
-static void make_kept_key(void) { (void)pthread_key_create(&kept_key, free_kept); }
+/* libc's free itself as the destructor: no code of this library runs at
+ * thread exit, so a thread may outlive a dlclose of it. */
+static void make_kept_key(void) { (void)pthread_key_create(&kept_key, free); }
 
 /* A 64-byte aligned workspace of `bytes` (> 0) for this call, or NULL. */
 static void *take_workspace(size_t bytes)
