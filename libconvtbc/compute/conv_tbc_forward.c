@@ -184,6 +184,16 @@ static size_t widened_weight_floats(const ctbc_forward_problem *p)
  * adjacent in (k, c_in, c_out) order. */
 enum { WIDEN_BLOCK = 4096 };
 
+/* Where the implementations read the weight: `weight` itself with its
+ * strides, or the widened copy at `room`. */
+static float_weight weight_layout(const ctbc_forward_problem *p, const void *weight, float *room)
+{
+    const int64_t *stride = p->weight.stride;
+    if (weight_read_in_place(p))
+        return (float_weight){weight, stride[0], stride[1], stride[2]};
+    return (float_weight){room, p->c_in * p->c_out, p->c_out, 1};
+}
+
 /* The weight as float32 (in place, or widened into `room`, which holds
  * widened_weight_floats values). Called by every thread of the team: the
  * copy is complete when it returns. */
@@ -192,7 +202,7 @@ static float_weight weight_floats(const forward_run *run, float *room)
     const ctbc_forward_problem *p = run->p;
     const int64_t *stride = p->weight.stride;
     if (weight_read_in_place(p))
-        return (float_weight){run->weight, stride[0], stride[1], stride[2]};
+        return weight_layout(p, run->weight, room);
     const int64_t c_in = p->c_in, c_out = p->c_out, rows = p->k * c_in;
     const bool adjacent = (c_out == 1 || stride[2] == 1) && (c_in == 1 || stride[1] == c_out) &&
                           (p->k == 1 || stride[0] == c_in * c_out);
@@ -210,7 +220,7 @@ static float_weight weight_floats(const forward_run *run, float *room)
             load_operands(run, room + row * c_out, run->weight, p->weight.dtype,
                           row / c_in * stride[0] + row % c_in * stride[1], stride[2], c_out);
     }
-    return (float_weight){room, c_in * c_out, c_out, 1};
+    return weight_layout(p, run->weight, room);
 }
 
 /* Most outputs one store_outputs call writes (a tile row or column). */
@@ -328,11 +338,9 @@ static int64_t gemm_rows(const ctbc_forward_problem *p)
 static bool gemm_weight_in_place(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
 {
     const ctbc_forward_problem *p = &plan->problem;
-    /* (the strides of the widened copy, where there is one) */
-    const bool widened = !weight_read_in_place(p);
-    const int64_t channel = widened ? p->c_out : p->weight.stride[1], column = widened ? 1 : p->weight.stride[2];
-    return (column == 1 || p->c_out == 1) && p->c_out >= kernel->nr &&
-           ((p->c_out == kernel->nr && channel == kernel->nr) ||
+    const float_weight read = weight_layout(p, NULL, NULL); /* (only its strides) */
+    return (read.column == 1 || p->c_out == 1) && p->c_out >= kernel->nr &&
+           ((p->c_out == kernel->nr && read.channel == kernel->nr) ||
             gemm_rows(p) <= plan->unpacked_reuse_tiles * kernel->mr);
 }
 
@@ -393,7 +401,6 @@ static bool gemm_layout(const ctbc_forward_plan *plan, const ctbc_kernel *kernel
     *l = (gemm_scratch_layout){0};
     l->weight_in_place = gemm_weight_in_place(plan, kernel);
     l->copied_tile = gemm_self_in_place(p) && gemm_rows(p) < kernel->mr;
-    l->sequence = l->tail = 0;
     l->widened = widened_weight_floats(p);
     const gemm_blocking blocking = gemm_blocking_of(plan, kernel);
     if (__builtin_mul_overflow((size_t)gemm_sums_floats(&blocking, kernel), (size_t)plan->threads, &l->sums))
@@ -416,6 +423,17 @@ static size_t gemm_scratch(const ctbc_forward_plan *plan, const ctbc_kernel *ker
         __builtin_add_overflow(total, l.sums, &total))
         return SIZE_MAX;
     return total;
+}
+
+/* The output channel a panel's first column holds: its own first one,
+ * except that a last, partial panel read in place is shifted left to end
+ * at c_out (rows (tap, channel) weight strides apart), overlapping the one
+ * before it. */
+static int64_t panel_first_column(const gemm_scratch_layout *layout, const ctbc_forward_problem *p, int64_t nr,
+                                  int64_t panel)
+{
+    const int64_t o0 = panel * nr;
+    return layout->weight_in_place && p->c_out - o0 < nr ? p->c_out - nr : o0;
 }
 
 static void gemm_run(const forward_run *run, float *scratch)
@@ -512,11 +530,7 @@ static void gemm_run(const forward_run *run, float *scratch)
                 const int64_t taps = k_count - k0 < taps_per_chunk ? k_count - k0 : taps_per_chunk;
                 const int64_t channels = c_in - c0 < channels_per_chunk ? c_in - c0 : channels_per_chunk;
                 for (int64_t panel = panel_begin; panel < panel_end; panel++) {
-                    /* Read in place, a last, partial panel is shifted left
-                     * to begin at c_out - nr (rows (tap, channel) weight
-                     * strides apart). */
-                    const int64_t o0 = panel * nr, n = p->c_out - o0 < nr ? p->c_out - o0 : nr;
-                    const int64_t panel_o0 = layout.weight_in_place && n < nr ? p->c_out - nr : o0;
+                    const int64_t panel_o0 = panel_first_column(&layout, p, nr, panel);
                     const int64_t w_channel = layout.weight_in_place ? weight.channel : nr;
                     const int64_t w_tap = layout.weight_in_place ? weight.tap : c_in * nr;
                     const float *w = (layout.weight_in_place ? weight.base + panel_o0 * weight.column
@@ -549,7 +563,7 @@ static void gemm_run(const forward_run *run, float *scratch)
             }
         for (int64_t panel = panel_begin; panel < panel_end; panel++) {
             const int64_t o0 = panel * nr, n = p->c_out - o0 < nr ? p->c_out - o0 : nr;
-            const int64_t panel_o0 = layout.weight_in_place && n < nr ? p->c_out - nr : o0;
+            const int64_t panel_o0 = panel_first_column(&layout, p, nr, panel);
             const float *sums = thread_sums + (panel - panel_begin) * block_rows * nr;
             const float *shifted = shifted_sums + (panel - panel_begin) * mr * nr;
             for (int64_t r = row_begin; r < row_end; r++) {
@@ -829,7 +843,7 @@ static void dot_run(const forward_run *run, float *scratch)
             padding[o] = sum;
         }
         /* row r of the run reads self at step r / B + k_lo - pad, batch r % B */
-        const float *first = self + (t_run + k_lo - p->pad) * step_stride - run_begin % b_count * row_stride;
+        const float *first = self + (t_run + k_lo - p->pad) * step_stride;
         for (; row < row_end; row += CTBC_DOT_ROWS) {
             /* fewer than CTBC_DOT_ROWS rows left: the group is shifted back
              * to end at the last (its first rows computed twice, the same
