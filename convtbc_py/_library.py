@@ -451,8 +451,13 @@ def _cdef(cann: bool) -> Tuple[str, Dict[str, int]]:
 
 
 def _dlopen(ffi: Any, path: Path, what: str) -> Any:
+    """Opens a library that stays mapped until the process ends: cffi
+    dlcloses it when its lib object is collected, at interpreter exit
+    included, and the OpenMP threads it started (with their runtime, which
+    it pulled in) would then wake in unmapped code."""
+    flags = ffi.RTLD_NOW | getattr(ffi, "RTLD_NODELETE", 0)
     try:
-        return ffi.dlopen(str(path))
+        return ffi.dlopen(str(path), flags)
     except OSError as exc:
         raise OSError(f"cannot load {what} from {path}: {exc}") from exc
 

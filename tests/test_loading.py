@@ -100,6 +100,23 @@ def test_import_loads_no_library():
     assert out == ["False", "False", "False", "convtbc", "True"]
 
 
+def test_the_library_stays_mapped_after_dlclose():
+    """Closed (as cffi closes it when its lib object is collected, at exit
+    too), the library and the OpenMP runtime it pulled in stay mapped, so
+    that idle OpenMP threads never wake in unmapped code."""
+    out = run_python("""
+        import cffi
+        from convtbc_py import _library
+        ffi = cffi.FFI()
+        lib = _library._dlopen(ffi, _library.library_path(), "libconvtbc")
+        loaded = open("/proc/self/maps").read()
+        ffi.dlclose(lib)
+        maps = open("/proc/self/maps").read()
+        print("libconvtbc" in loaded, "libgomp" in loaded, "libconvtbc" in maps, "libgomp" in maps)
+        """, env_extra=_clean_env()).stdout.split()
+    assert out == ["True", "True", "True", "True"]
+
+
 def test_config_does_not_load_the_library(convtbc_config):
     # A library that cannot load (CONVTBC_LIBRARY names no file) changes
     # nothing, and nothing of the library is mapped after config ran.
