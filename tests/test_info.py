@@ -97,8 +97,10 @@ def test_default_isa_follows_the_cpu(report):
     flags = set(_proc_cpuinfo().get("flags", "").split()) if X86 else set()
     compute = report["compute"]
     if {"avx2", "fma", "f16c"} <= flags:
-        # AVX-512 CPUs may get either while AVX-512 is being made the default.
-        assert compute["isa"] in (("avx2", "avx512") if "avx512f" in flags else ("avx2",))
+        if {"avx512f", "avx512bw", "avx512vl"} <= flags:
+            assert compute["isa"] == ("avx512_bf16" if "avx512_bf16" in flags else "avx512")
+        else:
+            assert compute["isa"] == "avx2"
     else:
         assert compute["isa"] == "portable"
     assert compute["kernel"] == compute["isa"]
