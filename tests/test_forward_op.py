@@ -27,7 +27,20 @@ OK, NULLPTR, INVALID = 0, 161001, 161002
 ND, NCL = "ACL_FORMAT_ND", "ACL_FORMAT_NCL"
 NP_OF = {"ACL_FLOAT": np.float32, "ACL_FLOAT16": np.float16, "ACL_BF16": BF16}
 CODE_OF = {np.dtype(v): k for k, v in NP_OF.items()}
-IMPLEMENTATIONS = ("forward_gemm", "forward_gemm_positions", "forward_dot", "forward_reference")
+IMPLEMENTATIONS = ("forward_gemm", "forward_gemm_positions", "forward_dot", "forward_dot_bf16", "forward_reference")
+# forward_dot_bf16 needs VDPBF16PS; elsewhere its kernel is checked through
+# SIMDe (test_ukernel_contract.py) and forcing it falls back.
+HAS_VDPBF16PS = runtime_info()["compute"]["kernel"] == "avx512_bf16"
+
+
+def applies(implementation, dtype, C_out):
+    """Whether forcing `implementation` holds for a problem (where it does
+    not, the plan takes the cheapest that applies)."""
+    if implementation == "forward_dot":
+        return C_out <= 16
+    if implementation == "forward_dot_bf16":
+        return C_out <= 16 and dtype == BF16 and HAS_VDPBF16PS
+    return True
 
 
 @pytest.fixture
@@ -292,9 +305,8 @@ def test_accuracy(implementation, dtype, pad, force):
         if T + pad < K:
             continue  # CANN refuses it (one-sided pad check)
         x, w, b = operands(rng, T, B, C_in, K, C_out, dtype)
-        # forcing holds where the implementation applies (forward_dot: up to 16 output channels)
-        applies = implementation != "forward_dot" or C_out <= 16
-        assert (planned(T, B, C_in, K, C_out, pad) == implementation) == applies
+        assert (planned(T, B, C_in, K, C_out, pad, np.dtype(dtype).name) == implementation) == \
+            applies(implementation, dtype, C_out)
         views = (("self", "weight", "bias", "out")[i % 4],)
         got = run_forward(x, w, b, pad, views=views)
         assert got.dtype == dtype
@@ -327,30 +339,32 @@ def test_cube_math_type_numerics(implementation, cube, force):
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 @pytest.mark.parametrize("dims", [(0, 2, 3, 2, 4, 2), (5, 2, 0, 3, 4, 1), (5, 0, 3, 3, 4, 1), (5, 2, 3, 3, 0, 1),
                                   (4, 1, 2, 2, 3, 9)])
-def test_empty_and_all_padding(implementation, dims, force):
+@pytest.mark.parametrize("dtype", [F32] + ([BF16] if BF16 is not None else []), ids=str)
+def test_empty_and_all_padding(implementation, dims, dtype, force):
     """With an empty self or weight out is bias (CANN copies it); steps whose
     taps all read padding are bias too."""
     force(implementation)
     T, B, C_in, K, C_out, pad = dims
     rng = np.random.default_rng(1)
-    x, w, b = operands(rng, T, B, C_in, K, C_out, F32)
+    x, w, b = operands(rng, T, B, C_in, K, C_out, dtype)
     got = run_forward(x, w, b, pad)
     want = conv_tbc_ref(x, w, b, pad)
     assert got.shape == want.shape
-    assert rel_error(got, want) <= REL_BOUND[F32]
+    assert rel_error(got, want) <= REL_BOUND[dtype]
     if T == 0 or C_in == 0:
         np.testing.assert_array_equal(got, np.broadcast_to(b, got.shape))
 
 
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 @pytest.mark.parametrize("pad", [1, 4])
-def test_nan_and_inf_propagate(implementation, pad, force):
+@pytest.mark.parametrize("dtype", [F32] + ([BF16] if BF16 is not None else []), ids=str)
+def test_nan_and_inf_propagate(implementation, pad, dtype, force):
     """As the formula has it in IEEE arithmetic: a tap in the padding is a
     zero times the weight, so an Inf weight makes NaN there too (with pad 4
     and K 3 the first and last steps read only padding)."""
     force(implementation)
     rng = np.random.default_rng(3)
-    x, w, b = operands(rng, 8, 2, 4, 3, 5, F32)
+    x, w, b = operands(rng, 8, 2, 4, 3, 5, dtype)
     x[2, 1, 3] = np.nan
     w[0, 0, 4] = np.inf
     got = run_forward(x, w, b, pad)
@@ -359,19 +373,21 @@ def test_nan_and_inf_propagate(implementation, pad, force):
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
     finite = np.isfinite(want)
-    assert rel_error(got[finite], want[finite]) <= REL_BOUND[F32]
+    assert rel_error(got[finite], want[finite]) <= REL_BOUND[dtype]
 
 
 DETERMINISM = """
 import hashlib, os, sys
+import ml_dtypes
 import numpy as np
 sys.path.insert(0, {tests!r})
 from test_forward_op import operands, run_forward
 rng = np.random.default_rng(5)
 digest = hashlib.sha256()
-for dtype in (np.float32, np.float16):
-    x, w, b = operands(rng, 64, 33, 70, 3, 45, dtype)
-    digest.update(run_forward(x, w, b, 2).tobytes())
+for dtype in (np.float32, np.float16, ml_dtypes.bfloat16):
+    for C_out in (45, 7):
+        x, w, b = operands(rng, 64, 33, 70, 3, C_out, dtype)
+        digest.update(run_forward(x, w, b, 2).tobytes())
 print(digest.hexdigest())
 """
 

@@ -15,6 +15,12 @@
  *                      micro-tile's mr rows, positions along its nr columns
  *                      (self copied channel-major), for few output channels,
  *                      which would fill an nr-wide tile poorly.
+ *   forward_dot        few output channels: a dot product per output
+ *                      element over (tap, input channel), the channels
+ *                      contiguous on both sides (self read in place where
+ *                      it is unrounded float32).
+ *   forward_dot_bf16   the same on bfloat16 operands through VDPBF16PS,
+ *                      where the kernel has it.
  *   forward_reference  plain loops, one output element at a time.
  *
  * The plan takes the implementation whose tiles waste the least work.
@@ -764,38 +770,26 @@ static double dot_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel,
     return (double)rows * (double)p->c_out * (double)p->k * (double)p->c_in * DOT_FACTOR + copy;
 }
 
-static void dot_run(const forward_run *run, float *scratch)
+/* What the shared block loop of the dot implementations reads: self (in
+ * place or a copy) with its step and row strides and the weight packed as
+ * [c_out][k][c_in], in elements of element_bytes; the padding terms
+ * [k][c_out]; and the kernel call for that element type. */
+typedef struct {
+    const void *self, *packed;
+    int64_t step_stride, row_stride, element_bytes;
+    const float *terms;
+    void (*dot)(const ctbc_kernel *kernel, const ctbc_dot_args *args, const void *a, const void *b, float *c,
+                int64_t ldc);
+} dot_operands;
+
+/* The output rows of the plan's steps, computed by ops->dot in blocks. */
+static void dot_blocks(const forward_run *run, const dot_operands *ops)
 {
     const ctbc_forward_problem *p = run->p;
-    const ctbc_kernel *kernel = run->kernel;
     const int64_t c_in = p->c_in, b_count = p->b, k_count = p->k, c_out = p->c_out;
-    const bool in_place = dot_reads_self_in_place(p);
-    const float *self = run->self;
-    int64_t step_stride = p->self.stride[0], row_stride = p->self.stride[1];
-    float *packed = scratch;
-    float *terms = packed + c_out * k_count * c_in; /* [k][c_out] */
-    float *copy = terms + k_count * c_out;
-    const float_weight weight = weight_floats(run, copy + (in_place ? 0 : p->t * b_count * c_in));
-
-    if (!in_place) {
-#pragma omp for schedule(static)
-        for (int64_t r = 0; r < p->t * b_count; r++)
-            load_operands(run, copy + r * c_in, run->self, p->self.dtype,
-                          r / b_count * p->self.stride[0] + r % b_count * p->self.stride[1], p->self.stride[2], c_in);
-        self = copy, step_stride = b_count * c_in, row_stride = c_in;
-    }
-#pragma omp for schedule(static)
-    for (int64_t item = 0; item < c_out * k_count; item++) {
-        const int64_t o = item / k_count, k = item % k_count;
-        float *w = packed + item * c_in;
-        gather(w, weight.base + k * weight.tap + o * weight.column, weight.channel, c_in);
-        float term = 0.0f;
-        for (int64_t c = 0; c < c_in; c++)
-            term += 0.0f * w[c];
-        terms[k * c_out + o] = term;
-    }
-    /* (implicit barrier: the dots read both) */
-
+    const int64_t step_stride = ops->step_stride, row_stride = ops->row_stride;
+    const char *self = ops->self, *packed = ops->packed;
+    const float *terms = ops->terms;
     /* Work items: blocks of up to DOT_BLOCK_ROWS output rows (t, b) that
      * read the same taps. Each step is a run of rows of its own, its blocks
      * taken batch-block-major, so that a thread's next item reads the rows
@@ -843,7 +837,7 @@ static void dot_run(const forward_run *run, float *scratch)
             padding[o] = sum;
         }
         /* row r of the run reads self at step r / B + k_lo - pad, batch r % B */
-        const float *first = self + (t_run + k_lo - p->pad) * step_stride;
+        const int64_t first = (t_run + k_lo - p->pad) * step_stride;
         for (; row < row_end; row += CTBC_DOT_ROWS) {
             /* fewer than CTBC_DOT_ROWS rows left: the group is shifted back
              * to end at the last (its first rows computed twice, the same
@@ -864,7 +858,8 @@ static void dot_run(const forward_run *run, float *scratch)
                                         .b_col = k_count * c_in,
                                         .b_outer = c_in};
             float sums[CTBC_DOT_ROWS * DOT_MAX_COLUMNS];
-            kernel->dot(&args, first + (group - run_begin) * row_stride, packed + k_lo * c_in, sums, c_out);
+            ops->dot(run->kernel, &args, self + (first + (group - run_begin) * row_stride) * ops->element_bytes,
+                     packed + k_lo * c_in * ops->element_bytes, sums, c_out);
             const int64_t done_to = rows == 1 ? row + 1 : group + CTBC_DOT_ROWS;
             for (int64_t r = row; r < done_to; r++) {
                 float with_padding[DOT_MAX_COLUMNS];
@@ -877,6 +872,136 @@ static void dot_run(const forward_run *run, float *scratch)
                 row += 1 - CTBC_DOT_ROWS; /* one row done */
         }
     }
+}
+
+static void dot_f32(const ctbc_kernel *kernel, const ctbc_dot_args *args, const void *a, const void *b, float *c,
+                    int64_t ldc)
+{
+    kernel->dot(args, a, b, c, ldc);
+}
+
+static void dot_run(const forward_run *run, float *scratch)
+{
+    const ctbc_forward_problem *p = run->p;
+    const int64_t c_in = p->c_in, b_count = p->b, k_count = p->k, c_out = p->c_out;
+    const bool in_place = dot_reads_self_in_place(p);
+    float *packed = scratch;
+    float *terms = packed + c_out * k_count * c_in; /* [k][c_out] */
+    float *copy = terms + k_count * c_out;
+    const float_weight weight = weight_floats(run, copy + (in_place ? 0 : p->t * b_count * c_in));
+    dot_operands ops = {.self = run->self, .packed = packed, .step_stride = p->self.stride[0],
+                        .row_stride = p->self.stride[1], .element_bytes = (int64_t)sizeof(float), .terms = terms,
+                        .dot = dot_f32};
+
+    if (!in_place) {
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < p->t * b_count; r++)
+            load_operands(run, copy + r * c_in, run->self, p->self.dtype,
+                          r / b_count * p->self.stride[0] + r % b_count * p->self.stride[1], p->self.stride[2], c_in);
+        ops.self = copy, ops.step_stride = b_count * c_in, ops.row_stride = c_in;
+    }
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < c_out * k_count; item++) {
+        const int64_t o = item / k_count, k = item % k_count;
+        float *w = packed + item * c_in;
+        gather(w, weight.base + k * weight.tap + o * weight.column, weight.channel, c_in);
+        float term = 0.0f;
+        for (int64_t c = 0; c < c_in; c++)
+            term += 0.0f * w[c];
+        terms[k * c_out + o] = term;
+    }
+    /* (implicit barrier: the dots read both) */
+    dot_blocks(run, &ops);
+}
+
+/* ---- forward_dot_bf16 --------------------------------------------------- */
+
+/* forward_dot on bfloat16 self and weight that the compute dtype keeps
+ * (every cubeMathType but USE_FP16), where the kernel has VDPBF16PS: the
+ * dot products read both as they are, two products per float32 lane, with
+ * no widened copy of self. The instruction flushes subnormals, as stated
+ * at ctbc_dot_bf16_fn; outputs differ from forward_dot's only there and in
+ * the order of the sum. self is read in place when its channels are
+ * adjacent, else from a bfloat16 copy [t][b][c_in]; the weight is packed
+ * as bfloat16 [c_out][k][c_in]. */
+static bool dot_bf16_applies(const ctbc_forward_problem *p, const ctbc_kernel *kernel)
+{
+    return kernel->dot_bf16 && p->self.dtype == CTBC_BF16 && p->weight.dtype == CTBC_BF16 &&
+           p->compute_dtype == CTBC_BF16 && !p->hf32 && p->c_out <= DOT_MAX_COLUMNS;
+}
+
+static bool dot_bf16_reads_self_in_place(const ctbc_forward_problem *p)
+{
+    return p->self.stride[2] == 1 || p->c_in == 1;
+}
+
+/* bfloat16 values as floats of scratch, rounded up. */
+static size_t halves(size_t n) { return n / 2 + n % 2; }
+
+static size_t dot_bf16_scratch(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
+{
+    const ctbc_forward_problem *p = &plan->problem;
+    (void)kernel;
+    size_t copy = 0, packed, terms, total;
+    if ((!dot_bf16_reads_self_in_place(p) &&
+         (__builtin_mul_overflow((size_t)p->t, (size_t)p->b, &copy) ||
+          __builtin_mul_overflow(copy, (size_t)p->c_in, &copy))) ||
+        __builtin_mul_overflow((size_t)p->c_out, (size_t)p->k, &packed) ||
+        __builtin_mul_overflow(packed, (size_t)p->c_in, &packed) ||
+        __builtin_mul_overflow((size_t)p->k, (size_t)p->c_out, &terms) ||
+        __builtin_add_overflow(terms, halves(packed), &total) || __builtin_add_overflow(total, halves(copy), &total))
+        return SIZE_MAX;
+    return total;
+}
+
+/* Half of forward_dot's: two products per lane and instruction, and self
+ * never copied where it is contiguous. */
+static double dot_bf16_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows)
+{
+    if (!dot_bf16_applies(p, kernel))
+        return HUGE_VAL;
+    return (double)rows * (double)p->c_out * (double)p->k * (double)p->c_in * DOT_FACTOR / 2.0;
+}
+
+static void dot_bf16(const ctbc_kernel *kernel, const ctbc_dot_args *args, const void *a, const void *b, float *c,
+                     int64_t ldc)
+{
+    kernel->dot_bf16(args, a, b, c, ldc);
+}
+
+static void dot_bf16_run(const forward_run *run, float *scratch)
+{
+    const ctbc_forward_problem *p = run->p;
+    const int64_t c_in = p->c_in, b_count = p->b, k_count = p->k, c_out = p->c_out;
+    const int64_t *self_stride = p->self.stride, *weight_stride = p->weight.stride;
+    const uint16_t *self = run->self, *weight = run->weight;
+    float *terms = scratch; /* [k][c_out] */
+    uint16_t *packed = (uint16_t *)(terms + k_count * c_out);
+    uint16_t *copy = packed + c_out * k_count * c_in;
+    dot_operands ops = {.self = self, .packed = packed, .step_stride = self_stride[0],
+                        .row_stride = self_stride[1], .element_bytes = (int64_t)sizeof(uint16_t), .terms = terms,
+                        .dot = dot_bf16};
+
+    if (!dot_bf16_reads_self_in_place(p)) {
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < p->t * b_count; r++)
+            for (int64_t c = 0; c < c_in; c++)
+                copy[r * c_in + c] = self[r / b_count * self_stride[0] + r % b_count * self_stride[1] + c * self_stride[2]];
+        ops.self = copy, ops.step_stride = b_count * c_in, ops.row_stride = c_in;
+    }
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < c_out * k_count; item++) {
+        const int64_t o = item / k_count, k = item % k_count;
+        uint16_t *w = packed + item * c_in;
+        float term = 0.0f;
+        for (int64_t c = 0; c < c_in; c++) {
+            w[c] = weight[k * weight_stride[0] + c * weight_stride[1] + o * weight_stride[2]];
+            term += 0.0f * ctbc_bf16_to_f32(w[c]);
+        }
+        terms[k * c_out + o] = term;
+    }
+    /* (implicit barrier: the dots read both) */
+    dot_blocks(run, &ops);
 }
 
 /* ---- forward_reference ---------------------------------------------------- */
@@ -924,6 +1049,7 @@ static const forward_implementation IMPLEMENTATIONS[] = {
     {"forward_gemm", gemm_scratch, gemm_cost, gemm_run},
     {"forward_gemm_positions", positions_scratch, positions_cost, positions_run},
     {"forward_dot", dot_scratch, dot_cost, dot_run},
+    {"forward_dot_bf16", dot_bf16_scratch, dot_bf16_cost, dot_bf16_run},
     {"forward_reference", reference_scratch, reference_cost, reference_run},
 };
 enum { IMPLEMENTATION_COUNT = sizeof IMPLEMENTATIONS / sizeof *IMPLEMENTATIONS };

@@ -49,6 +49,15 @@ static inline simde__m256i ctbc_simde_maskz_loadu_epi16(simde__mmask16 k, const 
     return simde_mm256_loadu_si256((const simde__m256i *)lanes);
 }
 
+static inline simde__m512i ctbc_simde_maskz_loadu_epi16_512(simde__mmask32 k, const void *p)
+{
+    uint16_t lanes[32] = {0};
+    for (int i = 0; i < 32; i++)
+        if ((k >> i) & 1)
+            lanes[i] = ((const uint16_t *)p)[i];
+    return simde_mm512_loadu_si512(lanes);
+}
+
 static inline void ctbc_simde_mask_storeu_epi16(void *p, simde__mmask16 k, simde__m256i v)
 {
     uint16_t lanes[16];
@@ -117,12 +126,14 @@ static inline simde__m512 ctbc_simde_dpbf16_ps(simde__m512 src, simde__m512i a, 
 #undef _mm512_maskz_loadu_ps
 #undef _mm512_mask_storeu_ps
 #undef _mm256_maskz_loadu_epi16
+#undef _mm512_maskz_loadu_epi16
 #undef _mm256_mask_storeu_epi16
 #undef _mm512_cvtps_ph
 #undef _mm512_cvtepi32_epi16
 #define _mm512_maskz_loadu_ps(k, p) ctbc_simde_maskz_loadu_ps(k, p)
 #define _mm512_mask_storeu_ps(p, k, v) ctbc_simde_mask_storeu_ps(p, k, v)
 #define _mm256_maskz_loadu_epi16(k, p) ctbc_simde_maskz_loadu_epi16(k, p)
+#define _mm512_maskz_loadu_epi16(k, p) ctbc_simde_maskz_loadu_epi16_512(k, p)
 #define _mm256_mask_storeu_epi16(p, k, v) ctbc_simde_mask_storeu_epi16(p, k, v)
 #define _mm512_cvtps_ph(v, rounding) ctbc_simde_cvtps_ph(v, rounding)
 #define _mm512_cvtepi32_epi16(v) ctbc_simde_cvtepi32_epi16(v)

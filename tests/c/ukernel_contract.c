@@ -432,6 +432,61 @@ static void check_dot(const ctbc_kernel *k)
                 }
 }
 
+/* ctbc_dot_bf16_fn's order written out: per lane, each q, each 32-element
+ * chunk (the last padded with zeros), the odd then the even element of
+ * the lane's pair as a flushing fused multiply-add; then the lane tree. */
+static float dot_bf16_model(const ctbc_dot_args *s, const uint16_t *a, const uint16_t *b, int64_t i, int64_t j)
+{
+    const int64_t padded = (s->n_inner + 31) / 32 * 32;
+    float lanes[16] = {0};
+    for (int64_t q = 0; q < s->n_outer; q++)
+        for (int64_t p = 0; p < padded; p += 2)
+            for (int h = 1; h >= 0; h--) {
+                const int64_t e = p + h;
+                const float x = e < s->n_inner ? ctbc_bf16_to_f32(a[i * s->a_row + q * s->a_outer + e]) : 0.0f;
+                const float y = e < s->n_inner ? ctbc_bf16_to_f32(b[j * s->b_col + q * s->b_outer + e]) : 0.0f;
+                float *acc = &lanes[p % 32 / 2];
+                *acc = flush_subnormal(fmaf(flush_subnormal(x), flush_subnormal(y), flush_subnormal(*acc)));
+            }
+    for (int half = 8; half >= 1; half /= 2)
+        for (int l = 0; l < half; l++)
+            lanes[l] += lanes[l + half];
+    return lanes[0];
+}
+
+static void check_dot_bf16(const ctbc_kernel *k)
+{
+    static uint16_t a[8192], b[8192];
+    for (int i = 0; i < 8192; i++)
+        a[i] = random_bf16(), b[i] = random_bf16();
+    a[17] = 0x7fc0u, b[33] = 0x7f80u; /* NaN and Inf propagate like any value */
+    const int64_t inners[] = {0, 1, 2, 31, 32, 33, 64, 77};
+    for (size_t ii = 0; ii < sizeof inners / sizeof *inners; ii++)
+        for (int64_t n_outer = 0; n_outer <= 3; n_outer++)
+            for (int64_t n = 1; n <= 9; n++)
+                for (int64_t a_row = 0; a_row <= 81; a_row += 81) { /* 0: one row read four times */
+                    const int64_t inner = inners[ii];
+                    /* odd strides: rows and taps start at odd elements */
+                    const ctbc_dot_args s = {.n = n, .n_outer = n_outer, .n_inner = inner, .a_row = a_row,
+                                             .a_outer = 401, .b_col = 3 * 81 + 1, .b_outer = 81};
+                    float c[CTBC_DOT_ROWS * 16 + 1];
+                    for (int x = 0; x < CTBC_DOT_ROWS * 16 + 1; x++)
+                        c[x] = NAN;
+                    const float guard = 12345.0f;
+                    c[CTBC_DOT_ROWS * 16] = guard;
+                    k->dot_bf16(&s, a, b, c, 16);
+                    for (int64_t i = 0; i < CTBC_DOT_ROWS; i++)
+                        for (int64_t j = 0; j < n; j++) {
+                            const float want = dot_bf16_model(&s, a, b, i, j), got = c[i * 16 + j];
+                            CHECK(bits(got) == bits(want) || (isnan(got) && isnan(want)),
+                                  "%s dot_bf16: inner %lld outer %lld n %lld a_row %lld (%lld,%lld): %a, want %a",
+                                  k->name, (long long)inner, (long long)n_outer, (long long)n, (long long)a_row,
+                                  (long long)i, (long long)j, got, want);
+                        }
+                    CHECK(c[CTBC_DOT_ROWS * 16] == guard, "%s dot_bf16 wrote past its tile", k->name);
+                }
+}
+
 /* ---- the entries -------------------------------------------------------- */
 
 static void check_entry(const ctbc_kernel *k, int fused)
@@ -444,8 +499,11 @@ static void check_entry(const ctbc_kernel *k, int fused)
     if (failures != before)
         return;
     check_ukr(k, fused, 0);
+    CHECK(!k->ukr_bf16 == !k->dot_bf16, "%s: the bfloat16 pair kernels come together", k->name);
     if (k->ukr_bf16)
         check_ukr(k, 1, 1);
+    if (k->dot_bf16)
+        check_dot_bf16(k);
     check_gemv(k, fused);
     check_widen(k->name, "float16", k->f16_load, ctbc_f16_to_f32);
     check_widen(k->name, "bfloat16", k->bf16_load, ctbc_bf16_to_f32);

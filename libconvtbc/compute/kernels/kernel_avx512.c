@@ -259,8 +259,73 @@ static void ukr_avx512bf16_6x32(const ctbc_ukr_args *args, const uint32_t *a, co
     }
 }
 
+/* The 16 lanes of v added as a tree, the order ctbc_dot_bf16_fn states. */
+static float lanes_tree_sum(__m512 v)
+{
+    float l[16];
+    _mm512_storeu_ps(l, v);
+    for (int half = 8; half >= 1; half /= 2)
+        for (int i = 0; i < half; i++)
+            l[i] += l[i + half];
+    return l[0];
+}
+
+/* CTBC_DOT_ROWS rows against COLS columns (ctbc_dot_bf16_fn): 32 bfloat16
+ * values of a row per load, the last partial chunk a masked load whose
+ * missing lanes are zero on both sides. */
+#define CTBC_DEFINE_DOT_BF16_TILE(COLS)                                                                         \
+    static void dot_bf16_tile_##COLS(const ctbc_dot_args *args, const uint16_t *a, const uint16_t *b, float *c, \
+                                     int64_t ldc)                                                              \
+    {                                                                                                           \
+        __m512 acc[CTBC_DOT_ROWS][COLS];                                                                        \
+        for (int i = 0; i < CTBC_DOT_ROWS; i++)                                                                 \
+            for (int j = 0; j < COLS; j++)                                                                      \
+                acc[i][j] = _mm512_setzero_ps();                                                                \
+        const int64_t full = args->n_inner / 32 * 32;                                                           \
+        const __mmask32 rest = (__mmask32)((1ull << (args->n_inner - full)) - 1u);                              \
+        for (int64_t q = 0; q < args->n_outer; q++) {                                                           \
+            const uint16_t *pa = a + q * args->a_outer, *pb = b + q * args->b_outer;                            \
+            for (int64_t p = 0; p <= full; p += 32) {                                                           \
+                if (p == full && !rest)                                                                         \
+                    break;                                                                                      \
+                const __mmask32 m = p == full ? rest : (__mmask32)~0u;                                          \
+                __m512i bv[COLS];                                                                               \
+                for (int j = 0; j < COLS; j++)                                                                  \
+                    bv[j] = _mm512_maskz_loadu_epi16(m, pb + j * args->b_col + p);                              \
+                for (int i = 0; i < CTBC_DOT_ROWS; i++) {                                                       \
+                    const __m512i av = _mm512_maskz_loadu_epi16(m, pa + i * args->a_row + p);                   \
+                    for (int j = 0; j < COLS; j++)                                                              \
+                        acc[i][j] = _mm512_dpbf16_ps(acc[i][j], CTBC_AS_BH(av), CTBC_AS_BH(bv[j]));             \
+                }                                                                                               \
+            }                                                                                                   \
+        }                                                                                                       \
+        for (int i = 0; i < CTBC_DOT_ROWS; i++)                                                                 \
+            for (int j = 0; j < COLS; j++)                                                                      \
+                c[i * ldc + j] = lanes_tree_sum(acc[i][j]);                                                     \
+    }
+
+CTBC_DEFINE_DOT_BF16_TILE(1)
+CTBC_DEFINE_DOT_BF16_TILE(2)
+CTBC_DEFINE_DOT_BF16_TILE(3)
+CTBC_DEFINE_DOT_BF16_TILE(4)
+
+/* Columns in groups of at most four, as even as they come (7 as 4 + 3,
+ * not 4 + 2 + 1): a narrow tile has too few independent sums to hide the
+ * instruction's latency. */
+static void dot_bf16_rows(const ctbc_dot_args *args, const uint16_t *a, const uint16_t *b, float *c, int64_t ldc)
+{
+    static void (*const tiles[])(const ctbc_dot_args *, const uint16_t *, const uint16_t *, float *, int64_t) = {
+        NULL, dot_bf16_tile_1, dot_bf16_tile_2, dot_bf16_tile_3, dot_bf16_tile_4};
+    int64_t groups = (args->n + 3) / 4;
+    for (int64_t j = 0; j < args->n; groups--) {
+        const int64_t cols = (args->n - j + groups - 1) / groups;
+        tiles[cols](args, a, b + j * args->b_col, c + j, ldc);
+        j += cols;
+    }
+}
+
 /* kernel_avx512_bf16.c: this file again, built with -mavx512bf16; the
- * entry is the AVX-512 one plus the bfloat16 pair kernel. */
+ * entry is the AVX-512 one plus the bfloat16 pair kernels. */
 const ctbc_kernel ctbc_kernel_avx512_bf16 = {.name = "avx512_bf16",
                                              .mr = MR,
                                              .nr = NR,
@@ -272,7 +337,8 @@ const ctbc_kernel ctbc_kernel_avx512_bf16 = {.name = "avx512_bf16",
                                              .bf16_store = bf16_store_avx512,
                                              .transpose = transpose_avx512,
                                              .ukr_bf16 = ukr_avx512bf16_6x32,
-                                             .dot = dot_rows};
+                                             .dot = dot_rows,
+                                             .dot_bf16 = dot_bf16_rows};
 
 #else
 

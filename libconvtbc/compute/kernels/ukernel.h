@@ -117,6 +117,26 @@ typedef struct {
 
 typedef void (*ctbc_dot_fn)(const ctbc_dot_args *args, const float *a, const float *b, float *c, int64_t ldc);
 
+/*
+ * The dot kernel on bfloat16 operands through VDPBF16PS: the same rows,
+ * columns, arguments and output as ctbc_dot_fn, but a and b hold bfloat16
+ * values (strides count them), each product exact in float32:
+ *
+ *   C(i, j) = sum over 16 lanes l of S_l, where lane l takes, for each q in
+ *   order and each 32-element chunk of the reduction in order, its pair
+ *   (odd element first, then even: p = 32 c + 2 l + 1, 32 c + 2 l) as a
+ *   fused multiply-add that flushes subnormal operands and results to zero
+ *   (as ctbc_ukr_bf16_fn). A last partial chunk is padded with zeros on
+ *   both sides. The lanes are then added as a tree (l + 8, then l + 4,
+ *   l + 2, l + 1; ordinary float32 adds), a fixed order on every CPU.
+ *
+ * Twice the products of a float32 dot step per instruction and half the
+ * memory; it differs from the float32 dot only on subnormals and in the
+ * order of the sum.
+ */
+typedef void (*ctbc_dot_bf16_fn)(const ctbc_dot_args *args, const uint16_t *a, const uint16_t *b, float *c,
+                                 int64_t ldc);
+
 typedef struct {
     const char *name;
     int mr, nr;
@@ -132,6 +152,7 @@ typedef struct {
      * keeps the float32 path). Same mr x nr as ukr. */
     ctbc_ukr_bf16_fn ukr_bf16;
     ctbc_dot_fn dot; /* set whenever ukr is */
+    ctbc_dot_bf16_fn dot_bf16; /* set where ukr_bf16 is */
 } ctbc_kernel;
 
 extern const ctbc_kernel ctbc_kernel_portable;
