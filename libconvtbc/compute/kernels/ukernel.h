@@ -147,9 +147,10 @@ typedef struct {
     ctbc_transpose_fn transpose;
     /* NULL unless the CPU level of this entry has VDPBF16PS. Its results
      * differ from ukr's on subnormals (see ctbc_ukr_bf16_fn), so a driver
-     * uses it only for a GEMM whose two operands are BFLOAT16 tensors and
-     * a cubeMathType that allows reduced precision (1, 2, 3; KEEP_DTYPE
-     * keeps the float32 path). Same mr x nr as ukr. */
+     * uses it only where both operands are BFLOAT16 tensors and the
+     * compute dtype keeps them (every cubeMathType but USE_FP16), as
+     * forward_dot_bf16 does with dot_bf16. No driver calls it yet. Same
+     * mr x nr as ukr. */
     ctbc_ukr_bf16_fn ukr_bf16;
     ctbc_dot_fn dot; /* set whenever ukr is */
     ctbc_dot_bf16_fn dot_bf16; /* set where ukr_bf16 is */
