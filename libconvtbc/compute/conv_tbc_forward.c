@@ -761,13 +761,18 @@ static size_t dot_scratch(const ctbc_forward_plan *plan, const ctbc_kernel *kern
  * both operands as vectors: counted at DOT_FACTOR tile multiply-adds each. */
 #define DOT_FACTOR 3.0
 
+static double dot_products_cost(const ctbc_forward_problem *p, int64_t rows)
+{
+    return (double)rows * (double)p->c_out * (double)p->k * (double)p->c_in * DOT_FACTOR;
+}
+
 static double dot_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows)
 {
     (void)kernel;
     if (p->c_out > DOT_MAX_COLUMNS)
         return HUGE_VAL; /* many columns: the tiled GEMMs do better */
     const double copy = self_in_place_if_contiguous(p) ? 0.0 : copy_cost(p, p->t);
-    return (double)rows * (double)p->c_out * (double)p->k * (double)p->c_in * DOT_FACTOR + copy;
+    return dot_products_cost(p, rows) + copy;
 }
 
 /* What the shared block loop of the dot implementations reads: self (in
@@ -960,7 +965,7 @@ static double dot_bf16_cost(const ctbc_forward_problem *p, const ctbc_kernel *ke
 {
     if (!dot_bf16_applies(p, kernel))
         return HUGE_VAL;
-    return (double)rows * (double)p->c_out * (double)p->k * (double)p->c_in * DOT_FACTOR / 2.0;
+    return dot_products_cost(p, rows) / 2.0;
 }
 
 static void dot_bf16(const ctbc_kernel *kernel, const ctbc_dot_args *args, const void *a, const void *b, float *c,
