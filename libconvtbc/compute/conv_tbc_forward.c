@@ -739,18 +739,27 @@ static bool dot_reads_self_in_place(const ctbc_forward_problem *p)
            (p->self.stride[2] == 1 || p->c_in == 1);
 }
 
+/* Elements of a dot implementation's scratch parts: the copy of self
+ * (none when self is read in place), the packed weight and the padding
+ * terms; false on overflow. */
+static bool dot_scratch_elements(const ctbc_forward_problem *p, bool self_in_place, size_t *copy, size_t *packed,
+                                 size_t *terms)
+{
+    *copy = 0;
+    return !((!self_in_place && (__builtin_mul_overflow((size_t)p->t, (size_t)p->b, copy) ||
+                                 __builtin_mul_overflow(*copy, (size_t)p->c_in, copy))) ||
+             __builtin_mul_overflow((size_t)p->c_out, (size_t)p->k, packed) ||
+             __builtin_mul_overflow(*packed, (size_t)p->c_in, packed) ||
+             __builtin_mul_overflow((size_t)p->k, (size_t)p->c_out, terms));
+}
+
 static size_t dot_scratch(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
 {
     const ctbc_forward_problem *p = &plan->problem;
     (void)kernel;
-    size_t copy = 0, packed, terms, total;
+    size_t copy, packed, terms, total;
     const size_t widened = widened_weight_floats(p);
-    if (widened == SIZE_MAX || (!dot_reads_self_in_place(p) &&
-         (__builtin_mul_overflow((size_t)p->t, (size_t)p->b, &copy) ||
-          __builtin_mul_overflow(copy, (size_t)p->c_in, &copy))) ||
-        __builtin_mul_overflow((size_t)p->c_out, (size_t)p->k, &packed) ||
-        __builtin_mul_overflow(packed, (size_t)p->c_in, &packed) ||
-        __builtin_mul_overflow((size_t)p->k, (size_t)p->c_out, &terms) ||
+    if (widened == SIZE_MAX || !dot_scratch_elements(p, dot_reads_self_in_place(p), &copy, &packed, &terms) ||
         __builtin_add_overflow(copy, packed, &total) || __builtin_add_overflow(total, terms, &total) ||
         __builtin_add_overflow(total, widened, &total))
         return SIZE_MAX;
@@ -947,13 +956,8 @@ static size_t dot_bf16_scratch(const ctbc_forward_plan *plan, const ctbc_kernel 
 {
     const ctbc_forward_problem *p = &plan->problem;
     (void)kernel;
-    size_t copy = 0, packed, terms, total;
-    if ((!dot_bf16_reads_self_in_place(p) &&
-         (__builtin_mul_overflow((size_t)p->t, (size_t)p->b, &copy) ||
-          __builtin_mul_overflow(copy, (size_t)p->c_in, &copy))) ||
-        __builtin_mul_overflow((size_t)p->c_out, (size_t)p->k, &packed) ||
-        __builtin_mul_overflow(packed, (size_t)p->c_in, &packed) ||
-        __builtin_mul_overflow((size_t)p->k, (size_t)p->c_out, &terms) ||
+    size_t copy, packed, terms, total;
+    if (!dot_scratch_elements(p, dot_bf16_reads_self_in_place(p), &copy, &packed, &terms) ||
         __builtin_add_overflow(terms, halves(packed), &total) || __builtin_add_overflow(total, halves(copy), &total))
         return SIZE_MAX;
     return total;

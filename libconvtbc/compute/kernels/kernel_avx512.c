@@ -281,14 +281,12 @@ static float lanes_tree_sum(__m512 v)
         for (int i = 0; i < CTBC_DOT_ROWS; i++)                                                                 \
             for (int j = 0; j < COLS; j++)                                                                      \
                 acc[i][j] = _mm512_setzero_ps();                                                                \
-        const int64_t full = args->n_inner / 32 * 32;                                                           \
-        const __mmask32 rest = (__mmask32)((1ull << (args->n_inner - full)) - 1u);                              \
+        const int64_t n_inner = args->n_inner;                                                                  \
+        const __mmask32 rest = (__mmask32)((1ull << (n_inner % 32)) - 1u);                                      \
         for (int64_t q = 0; q < args->n_outer; q++) {                                                           \
             const uint16_t *pa = a + q * args->a_outer, *pb = b + q * args->b_outer;                            \
-            for (int64_t p = 0; p <= full; p += 32) {                                                           \
-                if (p == full && !rest)                                                                         \
-                    break;                                                                                      \
-                const __mmask32 m = p == full ? rest : (__mmask32)~0u;                                          \
+            for (int64_t p = 0; p < n_inner; p += 32) {                                                         \
+                const __mmask32 m = n_inner - p >= 32 ? (__mmask32)~0u : rest;                                  \
                 __m512i bv[COLS];                                                                               \
                 for (int j = 0; j < COLS; j++)                                                                  \
                     bv[j] = _mm512_maskz_loadu_epi16(m, pb + j * args->b_col + p);                              \
