@@ -27,9 +27,10 @@ OK, NULLPTR, INVALID = 0, 161001, 161002
 ND, NCL = "ACL_FORMAT_ND", "ACL_FORMAT_NCL"
 NP_OF = {"ACL_FLOAT": np.float32, "ACL_FLOAT16": np.float16, "ACL_BF16": BF16}
 CODE_OF = {np.dtype(v): k for k, v in NP_OF.items()}
-IMPLEMENTATIONS = ("forward_gemm", "forward_gemm_positions", "forward_dot", "forward_dot_bf16", "forward_reference")
-# forward_dot_bf16 needs VDPBF16PS; elsewhere its kernel is checked through
-# SIMDe (test_ukernel_contract.py) and forcing it falls back.
+IMPLEMENTATIONS = ("forward_gemm", "forward_gemm_bf16", "forward_gemm_positions", "forward_dot", "forward_dot_bf16",
+                   "forward_reference")
+# The _bf16 implementations need VDPBF16PS; elsewhere their kernels are
+# checked through SIMDe (test_ukernel_contract.py) and forcing them falls back.
 HAS_VDPBF16PS = runtime_info()["compute"]["kernel"] == "avx512_bf16"
 
 
@@ -40,6 +41,8 @@ def applies(implementation, dtype, C_out):
         return C_out <= 16
     if implementation == "forward_dot_bf16":
         return C_out <= 16 and dtype == BF16 and HAS_VDPBF16PS
+    if implementation == "forward_gemm_bf16":
+        return dtype == BF16 and HAS_VDPBF16PS
     return True
 
 

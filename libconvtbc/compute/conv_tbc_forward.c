@@ -240,8 +240,11 @@ static void store_outputs(const forward_run *run, int64_t start, int64_t stride,
 {
     const ctbc_forward_problem *p = run->p;
     float v[STORE_MAX];
+    /* Rounding to the compute dtype and then to out's is rounding once
+     * when they are the same dtype: the store rounds. */
+    const ctbc_dtype round_first = p->compute_dtype == p->out.dtype ? CTBC_F32 : p->compute_dtype;
     for (int64_t i = 0; i < n; i++)
-        v[i] = round_to(sums[i * sum_step] + bias[i], p->compute_dtype);
+        v[i] = round_to(sums[i * sum_step] + bias[i], round_first);
     if (stride == 1) {
         switch (p->out.dtype) {
         case CTBC_F16: run->kernel->f16_store((uint16_t *)run->out + start, v, n); return;
@@ -250,7 +253,7 @@ static void store_outputs(const forward_run *run, int64_t start, int64_t stride,
         }
     }
     for (int64_t i = 0; i < n; i++)
-        put(p, run->out, start + i * stride, v[i]); /* already rounded */
+        put(p, run->out, start + i * stride, v[i]);
 }
 
 static int64_t out_index(const ctbc_forward_problem *p, int64_t t, int64_t b, int64_t o)
@@ -435,11 +438,118 @@ static size_t gemm_scratch(const ctbc_forward_plan *plan, const ctbc_kernel *ker
  * except that a last, partial panel read in place is shifted left to end
  * at c_out (rows (tap, channel) weight strides apart), overlapping the one
  * before it. */
-static int64_t panel_first_column(const gemm_scratch_layout *layout, const ctbc_forward_problem *p, int64_t nr,
-                                  int64_t panel)
+static int64_t panel_first_column(bool weight_in_place, const ctbc_forward_problem *p, int64_t nr, int64_t panel)
 {
     const int64_t o0 = panel * nr;
-    return layout->weight_in_place && p->c_out - o0 < nr ? p->c_out - nr : o0;
+    return weight_in_place && p->c_out - o0 < nr ? p->c_out - nr : o0;
+}
+
+/* What the GEMMs' shared tile loop reads, in 4-byte elements: floats for
+ * forward_gemm, bfloat16 pairs for forward_gemm_bf16 (the loop only moves
+ * pointers; the kernel call reads them). Row r of the GEMM, tap k, element
+ * e of the tap's reduction: a[r*a_row + k*a_tap + e]; weight column j of a
+ * panel, tap k, element e: panel(j) + k*w_tap + e*w_channel + j. */
+typedef struct {
+    const float *a;
+    int64_t a_row, a_tap;
+    int64_t width; /* elements of one tap's reduction: c_in, or its pairs */
+    /* self in place: the last partial tile read shifted up to end at the
+     * last row (shifted_tile), or, with fewer rows than a tile, their taps
+     * copied into `tail` [tap][mr][width] (copied_tile) */
+    const float *tail;
+    bool copied_tile, shifted_tile;
+    const float *w;
+    int64_t w_tap, w_channel;
+    bool weight_in_place;  /* w is the weight's own float32 */
+    int64_t w_column;      /* in place: a column's stride */
+    void (*ukr)(const ctbc_kernel *kernel, const ctbc_ukr_args *args, const float *a, const float *b, float *c,
+                int64_t ldc);
+} gemm_operands;
+
+static const float *gemm_panel(const gemm_operands *ops, const ctbc_forward_problem *p, int64_t nr, int64_t panel)
+{
+    if (ops->weight_in_place)
+        return ops->w + panel_first_column(true, p, nr, panel) * ops->w_column;
+    return ops->w + panel * p->k * ops->width * nr;
+}
+
+/* The GEMM's tiles, blocked as gemm_blocking_of says, and their outputs;
+ * thread_sums holds gemm_sums_floats floats of this thread. */
+static void gemm_tiles(const forward_run *run, const gemm_operands *ops, float *thread_sums)
+{
+    const ctbc_forward_problem *p = run->p;
+    const ctbc_kernel *kernel = run->kernel;
+    const int64_t mr = kernel->mr, nr = kernel->nr, width = ops->width, b_count = p->b, k_count = p->k;
+    const gemm_blocking blocking = gemm_blocking_of(run->plan, kernel);
+    const int64_t panel_count = round_up(p->c_out, nr) / nr;
+    const int64_t t_lo = run->plan->t_lo, rows = (run->plan->t_hi - t_lo) * b_count;
+    const int64_t tail_row0 = rows / mr * mr;
+    const int64_t block_rows = blocking.block_tiles * mr, group = blocking.group;
+    const int64_t taps_per_chunk = chunk_taps(run->plan, width), channels_per_chunk = chunk_channels(run->plan, width);
+    /* sums [panel of the group][block_rows][nr], then the shifted tile's
+     * (rows rows - mr .. rows - 1) [panel of the group][mr][nr] */
+    float *const shifted_sums = thread_sums + group * block_rows * nr;
+    /* Row-block-major, so a thread's run of items reuses one block of self
+     * across the groups of weight panels. */
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < blocking.row_blocks * blocking.groups; item++) {
+        const int64_t block = item / blocking.groups, panel_begin = item % blocking.groups * group;
+        const int64_t panel_end = panel_begin + group < panel_count ? panel_begin + group : panel_count;
+        const int64_t row_begin = block * block_rows;
+        const int64_t row_end = row_begin + block_rows < rows ? row_begin + block_rows : rows;
+        bool first = true;
+        for (int64_t k0 = 0; k0 < k_count; k0 += taps_per_chunk)
+            for (int64_t c0 = 0; c0 < width; c0 += channels_per_chunk) {
+                const int64_t taps = k_count - k0 < taps_per_chunk ? k_count - k0 : taps_per_chunk;
+                const int64_t channels = width - c0 < channels_per_chunk ? width - c0 : channels_per_chunk;
+                for (int64_t panel = panel_begin; panel < panel_end; panel++) {
+                    const float *w = gemm_panel(ops, p, nr, panel) + k0 * ops->w_tap + c0 * ops->w_channel;
+                    float *sums = thread_sums + (panel - panel_begin) * block_rows * nr;
+                    float *shifted = shifted_sums + (panel - panel_begin) * mr * nr;
+                    ctbc_ukr_args args = {.n_outer = taps,
+                                          .n_inner = channels,
+                                          .a_row = ops->a_row,
+                                          .a_inner = 1,
+                                          .a_outer = ops->a_tap,
+                                          .b_inner = ops->w_channel,
+                                          .b_outer = ops->w_tap,
+                                          .overwrite = first};
+                    for (int64_t row0 = row_begin; row0 < row_end; row0 += mr) {
+                        if (ops->copied_tile) {
+                            ctbc_ukr_args copied = args;
+                            copied.a_row = width, copied.a_outer = mr * width;
+                            ops->ukr(kernel, &copied, ops->tail + k0 * mr * width + c0, w, sums, nr);
+                        } else if (ops->shifted_tile && row0 == tail_row0) {
+                            ops->ukr(kernel, &args, ops->a + (rows - mr) * ops->a_row + k0 * ops->a_tap + c0, w,
+                                     shifted, nr);
+                        } else {
+                            ops->ukr(kernel, &args, ops->a + row0 * ops->a_row + k0 * ops->a_tap + c0, w,
+                                     sums + (row0 - row_begin) * nr, nr);
+                        }
+                    }
+                }
+                first = false;
+            }
+        for (int64_t panel = panel_begin; panel < panel_end; panel++) {
+            const int64_t o0 = panel * nr, n = p->c_out - o0 < nr ? p->c_out - o0 : nr;
+            const int64_t panel_o0 = panel_first_column(ops->weight_in_place, p, nr, panel);
+            const float *sums = thread_sums + (panel - panel_begin) * block_rows * nr;
+            const float *shifted = shifted_sums + (panel - panel_begin) * mr * nr;
+            for (int64_t r = row_begin; r < row_end; r++) {
+                const int64_t t = t_lo + r / b_count, b = r % b_count;
+                const float *row_sums = ops->shifted_tile && r >= tail_row0 ? shifted + (r - (rows - mr)) * nr
+                                                                            : sums + (r - row_begin) * nr;
+                store_outputs(run, out_index(p, t, b, o0), p->out.stride[2], row_sums + (o0 - panel_o0), 1,
+                              run->bias_rounded + o0, n);
+            }
+        }
+    }
+}
+
+static void ukr_f32(const ctbc_kernel *kernel, const ctbc_ukr_args *args, const float *a, const float *b, float *c,
+                    int64_t ldc)
+{
+    kernel->ukr(args, a, b, c, ldc);
 }
 
 static void gemm_run(const forward_run *run, float *scratch)
@@ -458,14 +568,14 @@ static void gemm_run(const forward_run *run, float *scratch)
                          (size_t)omp_get_thread_num() * (size_t)gemm_sums_floats(&blocking, kernel);
     const int64_t panel_count = round_up(p->c_out, nr) / nr;
     const int64_t t_lo = run->plan->t_lo, rows = (run->plan->t_hi - t_lo) * b_count;
+    gemm_operands ops = {.width = c_in, .tail = tail, .copied_tile = layout.copied_tile,
+                         .weight_in_place = layout.weight_in_place, .ukr = ukr_f32};
 
     /* The GEMM's rows: row r is output step t_lo + r / B, batch r % B; its
      * tap k reads self step t - pad + k, through `a` (in place or the copy). */
-    const float *a_rows;
-    int64_t a_row, a_tap;
     if (self_in_place) {
-        a_rows = (const float *)run->self + (t_lo - p->pad) * p->self.stride[0];
-        a_row = p->self.stride[1], a_tap = p->self.stride[0];
+        ops.a = (const float *)run->self + (t_lo - p->pad) * p->self.stride[0];
+        ops.a_row = p->self.stride[1], ops.a_tap = p->self.stride[0];
     } else {
         /* self, rounded and widened, with min(pad, K-1) zero steps on
          * either side and a zero tail the last tile may read. */
@@ -480,29 +590,30 @@ static void gemm_run(const forward_run *run, float *scratch)
             load_operands(run, row, run->self, p->self.dtype, t * p->self.stride[0] + b * p->self.stride[1],
                           p->self.stride[2], c_in);
         }
-        a_rows = sequence + (t_lo - p->pad + zeros) * b_count * c_in;
-        a_row = c_in, a_tap = b_count * c_in;
+        ops.a = sequence + (t_lo - p->pad + zeros) * b_count * c_in;
+        ops.a_row = c_in, ops.a_tap = b_count * c_in;
     }
     /* A last, partial row tile of in-place rows is read shifted up to end
      * at the last row (its first rows are computed twice, the same bits both
      * times), unless there are fewer rows than one tile: then their taps
      * are copied [tap][row][channel] with zero rows past the end. */
-    const int64_t tail_row0 = rows / mr * mr;
-    const bool shifted_tile = self_in_place && !layout.copied_tile && tail_row0 < rows;
+    ops.shifted_tile = self_in_place && !layout.copied_tile && rows / mr * mr < rows;
     if (layout.copied_tile) {
 #pragma omp for schedule(static)
         for (int64_t k = 0; k < k_count; k++)
             for (int64_t i = 0; i < mr; i++) {
                 float *dst = tail + (k * mr + i) * c_in;
                 if (i < rows)
-                    memcpy(dst, a_rows + i * a_row + k * a_tap, (size_t)c_in * sizeof *dst);
+                    memcpy(dst, ops.a + i * ops.a_row + k * ops.a_tap, (size_t)c_in * sizeof *dst);
                 else
                     memset(dst, 0, (size_t)c_in * sizeof *dst);
             }
     }
     /* weight, rounded, in panels [panel][tap][c_in][nr], zero past c_out,
      * unless it is read in place. */
-    if (!layout.weight_in_place) {
+    if (layout.weight_in_place) {
+        ops.w = weight.base, ops.w_tap = weight.tap, ops.w_channel = weight.channel, ops.w_column = weight.column;
+    } else {
 #pragma omp for schedule(static)
         for (int64_t item = 0; item < panel_count * k_count; item++) {
             const int64_t panel = item / k_count, k = item % k_count;
@@ -514,73 +625,10 @@ static void gemm_run(const forward_run *run, float *scratch)
                 memset(dst + c * nr + n, 0, (size_t)(nr - n) * sizeof *dst);
             }
         }
+        ops.w = panels, ops.w_tap = c_in * nr, ops.w_channel = nr;
     }
     /* (implicit barrier: the tiles read the copies) */
-
-    const int64_t block_rows = blocking.block_tiles * mr, group = blocking.group;
-    const int64_t taps_per_chunk = chunk_taps(run->plan, c_in), channels_per_chunk = chunk_channels(run->plan, c_in);
-    /* sums [panel of the group][block_rows][nr], then the shifted tile's
-     * (rows rows - mr .. rows - 1) [panel of the group][mr][nr] */
-    float *const shifted_sums = thread_sums + group * block_rows * nr;
-    /* Row-block-major, so a thread's run of items reuses one block of self
-     * across the groups of weight panels. */
-#pragma omp for schedule(static)
-    for (int64_t item = 0; item < blocking.row_blocks * blocking.groups; item++) {
-        const int64_t block = item / blocking.groups, panel_begin = item % blocking.groups * group;
-        const int64_t panel_end = panel_begin + group < panel_count ? panel_begin + group : panel_count;
-        const int64_t row_begin = block * block_rows;
-        const int64_t row_end = row_begin + block_rows < rows ? row_begin + block_rows : rows;
-        bool first = true;
-        for (int64_t k0 = 0; k0 < k_count; k0 += taps_per_chunk)
-            for (int64_t c0 = 0; c0 < c_in; c0 += channels_per_chunk) {
-                const int64_t taps = k_count - k0 < taps_per_chunk ? k_count - k0 : taps_per_chunk;
-                const int64_t channels = c_in - c0 < channels_per_chunk ? c_in - c0 : channels_per_chunk;
-                for (int64_t panel = panel_begin; panel < panel_end; panel++) {
-                    const int64_t panel_o0 = panel_first_column(&layout, p, nr, panel);
-                    const int64_t w_channel = layout.weight_in_place ? weight.channel : nr;
-                    const int64_t w_tap = layout.weight_in_place ? weight.tap : c_in * nr;
-                    const float *w = (layout.weight_in_place ? weight.base + panel_o0 * weight.column
-                                                             : panels + panel * k_count * c_in * nr) +
-                                     k0 * w_tap + c0 * w_channel;
-                    float *sums = thread_sums + (panel - panel_begin) * block_rows * nr;
-                    float *shifted = shifted_sums + (panel - panel_begin) * mr * nr;
-                    ctbc_ukr_args args = {.n_outer = taps,
-                                          .n_inner = channels,
-                                          .a_row = a_row,
-                                          .a_inner = 1,
-                                          .a_outer = a_tap,
-                                          .b_inner = w_channel,
-                                          .b_outer = w_tap,
-                                          .overwrite = first};
-                    for (int64_t row0 = row_begin; row0 < row_end; row0 += mr) {
-                        if (layout.copied_tile) {
-                            ctbc_ukr_args copied = args;
-                            copied.a_row = c_in, copied.a_outer = mr * c_in;
-                            kernel->ukr(&copied, tail + k0 * mr * c_in + c0, w, sums, nr);
-                        } else if (shifted_tile && row0 == tail_row0) {
-                            kernel->ukr(&args, a_rows + (rows - mr) * a_row + k0 * a_tap + c0, w, shifted, nr);
-                        } else {
-                            kernel->ukr(&args, a_rows + row0 * a_row + k0 * a_tap + c0, w,
-                                        sums + (row0 - row_begin) * nr, nr);
-                        }
-                    }
-                }
-                first = false;
-            }
-        for (int64_t panel = panel_begin; panel < panel_end; panel++) {
-            const int64_t o0 = panel * nr, n = p->c_out - o0 < nr ? p->c_out - o0 : nr;
-            const int64_t panel_o0 = panel_first_column(&layout, p, nr, panel);
-            const float *sums = thread_sums + (panel - panel_begin) * block_rows * nr;
-            const float *shifted = shifted_sums + (panel - panel_begin) * mr * nr;
-            for (int64_t r = row_begin; r < row_end; r++) {
-                const int64_t t = t_lo + r / b_count, b = r % b_count;
-                const float *row_sums = shifted_tile && r >= tail_row0 ? shifted + (r - (rows - mr)) * nr
-                                                                       : sums + (r - row_begin) * nr;
-                store_outputs(run, out_index(p, t, b, o0), p->out.stride[2], row_sums + (o0 - panel_o0), 1,
-                              run->bias_rounded + o0, n);
-            }
-        }
-    }
+    gemm_tiles(run, &ops, thread_sums);
 }
 
 /* Copying self (zero-extended) into float32, in tile multiply-adds: a
@@ -597,6 +645,128 @@ static double gemm_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel
     return (double)round_up(rows, kernel->mr) * (double)round_up(p->c_out, kernel->nr) * (double)p->k *
                (double)p->c_in +
            (self_in_place_if_contiguous(p) && zero_steps(p) == 0 ? 0.0 : copy_cost(p, p->t + 2 * zero_steps(p)));
+}
+
+/* ---- forward_gemm_bf16 --------------------------------------------------- */
+
+/* forward_gemm on bfloat16 self and weight that the compute dtype keeps,
+ * where the kernel has VDPBF16PS (the rule of forward_dot_bf16): the same
+ * tiles and blocking over bfloat16 pairs along the input channels, two
+ * products per float32 lane and instruction. self is copied as it is, with
+ * its zero steps and, for an odd c_in, a zero channel that completes the
+ * last pair; the weight is packed as pairs [panel][tap][pair][nr]. The
+ * instruction flushes subnormals (ctbc_ukr_bf16_fn): outputs differ from
+ * forward_gemm's only there. */
+static bool bf16_pairs_apply(const ctbc_forward_problem *p, const ctbc_kernel *kernel)
+{
+    return kernel->ukr_bf16 && p->self.dtype == CTBC_BF16 && p->weight.dtype == CTBC_BF16 &&
+           p->compute_dtype == CTBC_BF16 && !p->hf32;
+}
+
+static int64_t pairs(int64_t n) { return (n + 1) / 2; }
+
+/* Pairs (4-byte elements) of the copy of self, of the packed weight and
+ * of every thread's sums; false on overflow. */
+static bool gemm_bf16_layout(const ctbc_forward_plan *plan, const ctbc_kernel *kernel, size_t *sequence,
+                             size_t *panels, size_t *sums)
+{
+    const ctbc_forward_problem *p = &plan->problem;
+    const size_t width = (size_t)pairs(p->c_in);
+    const size_t rows = (size_t)((p->t + 2 * zero_steps(p)) * p->b + kernel->mr);
+    const size_t columns = (size_t)round_up(p->c_out, kernel->nr);
+    const gemm_blocking blocking = gemm_blocking_of(plan, kernel);
+    return !__builtin_mul_overflow(rows, width, sequence) && !__builtin_mul_overflow(columns, (size_t)p->k, panels) &&
+           !__builtin_mul_overflow(*panels, width, panels) &&
+           !__builtin_mul_overflow((size_t)gemm_sums_floats(&blocking, kernel), (size_t)plan->threads, sums);
+}
+
+static size_t gemm_bf16_scratch(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
+{
+    size_t sequence, panels, sums, total;
+    if (!gemm_bf16_layout(plan, kernel, &sequence, &panels, &sums) ||
+        __builtin_add_overflow(sequence, panels, &total) || __builtin_add_overflow(total, sums, &total))
+        return SIZE_MAX;
+    return total;
+}
+
+/* forward_gemm's tiles at half the steps, and a copy of self at half the
+ * bytes. */
+static double gemm_bf16_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows)
+{
+    if (!bf16_pairs_apply(p, kernel))
+        return HUGE_VAL;
+    return (double)round_up(rows, kernel->mr) * (double)round_up(p->c_out, kernel->nr) * (double)p->k *
+               (double)pairs(p->c_in) +
+           copy_cost(p, p->t + 2 * zero_steps(p)) / 2.0;
+}
+
+static void ukr_bf16(const ctbc_kernel *kernel, const ctbc_ukr_args *args, const float *a, const float *b, float *c,
+                     int64_t ldc)
+{
+    kernel->ukr_bf16(args, (const uint32_t *)(const void *)a, (const uint32_t *)(const void *)b, c, ldc);
+}
+
+static void gemm_bf16_run(const forward_run *run, float *scratch)
+{
+    const ctbc_forward_problem *p = run->p;
+    const ctbc_kernel *kernel = run->kernel;
+    const int64_t mr = kernel->mr, nr = kernel->nr, c_in = p->c_in, b_count = p->b, k_count = p->k;
+    const int64_t width = pairs(c_in), zeros = zero_steps(p), steps = p->t + 2 * zeros;
+    const int64_t *self_stride = p->self.stride, *weight_stride = p->weight.stride;
+    const uint16_t *self = run->self, *weight = run->weight;
+    size_t sequence_pairs = 0, panel_pairs = 0, sums = 0;
+    gemm_bf16_layout(run->plan, kernel, &sequence_pairs, &panel_pairs, &sums); /* it fit when the plan was made */
+    uint32_t *sequence = (uint32_t *)scratch, *panels = sequence + sequence_pairs;
+    const gemm_blocking blocking = gemm_blocking_of(run->plan, kernel);
+    float *thread_sums = (float *)(panels + panel_pairs) +
+                         (size_t)omp_get_thread_num() * (size_t)gemm_sums_floats(&blocking, kernel);
+    const int64_t panel_count = round_up(p->c_out, nr) / nr;
+
+    /* self as bfloat16 rows of `width` pairs, with min(pad, K-1) zero steps
+     * on either side and a zero tail the last tile may read. */
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < steps * b_count + mr; r++) {
+        uint16_t *row = (uint16_t *)(sequence + r * width);
+        const int64_t t = r / b_count - zeros, b = r % b_count;
+        row[2 * width - 1] = 0; /* (the odd channel's partner, if any) */
+        if (r >= steps * b_count || t < 0 || t >= p->t) {
+            memset(row, 0, (size_t)width * sizeof(uint32_t));
+            continue;
+        }
+        const uint16_t *src = self + t * self_stride[0] + b * self_stride[1];
+        if (self_stride[2] == 1)
+            memcpy(row, src, (size_t)c_in * sizeof *row);
+        else
+            for (int64_t c = 0; c < c_in; c++)
+                row[c] = src[c * self_stride[2]];
+    }
+    /* weight in pairs of channels (2i low, 2i + 1 high), zero past c_out
+     * and past c_in. */
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < panel_count * k_count; item++) {
+        const int64_t panel = item / k_count, k = item % k_count;
+        uint32_t *dst = panels + item * width * nr;
+        const int64_t o0 = panel * nr, n = p->c_out - o0 < nr ? p->c_out - o0 : nr;
+        const uint16_t *tap = weight + k * weight_stride[0] + o0 * weight_stride[2];
+        for (int64_t i = 0; i < width; i++)
+            for (int64_t j = 0; j < nr; j++) {
+                const uint32_t low = j < n ? tap[2 * i * weight_stride[1] + j * weight_stride[2]] : 0;
+                const uint32_t high = j < n && 2 * i + 1 < c_in
+                                          ? tap[(2 * i + 1) * weight_stride[1] + j * weight_stride[2]] : 0;
+                dst[i * nr + j] = low | high << 16;
+            }
+    }
+    /* (implicit barrier: the tiles read both copies) */
+    const gemm_operands ops = {.a = (const float *)(const void *)(sequence +
+                                                                   (run->plan->t_lo - p->pad + zeros) * b_count * width),
+                               .a_row = width,
+                               .a_tap = b_count * width,
+                               .width = width,
+                               .w = (const float *)(const void *)panels,
+                               .w_tap = width * nr,
+                               .w_channel = nr,
+                               .ukr = ukr_bf16};
+    gemm_tiles(run, &ops, thread_sums);
 }
 
 /* ---- forward_gemm_positions --------------------------------------------- */
@@ -940,8 +1110,7 @@ static void dot_run(const forward_run *run, float *scratch)
  * as bfloat16 [c_out][k][c_in]. */
 static bool dot_bf16_applies(const ctbc_forward_problem *p, const ctbc_kernel *kernel)
 {
-    return kernel->dot_bf16 && p->self.dtype == CTBC_BF16 && p->weight.dtype == CTBC_BF16 &&
-           p->compute_dtype == CTBC_BF16 && !p->hf32 && p->c_out <= DOT_MAX_COLUMNS;
+    return bf16_pairs_apply(p, kernel) && kernel->dot_bf16 && p->c_out <= DOT_MAX_COLUMNS;
 }
 
 static bool dot_bf16_reads_self_in_place(const ctbc_forward_problem *p)
@@ -963,13 +1132,17 @@ static size_t dot_bf16_scratch(const ctbc_forward_plan *plan, const ctbc_kernel 
     return total;
 }
 
-/* Half of forward_dot's: two products per lane and instruction, and self
- * never copied where it is contiguous. */
+/* A quarter of forward_dot's: two products per lane and instruction, self
+ * never copied where it is contiguous, and its products are counted
+ * against forward_gemm_bf16's tiles, which it beat on a Zen 5 (AVX512_BF16,
+ * 2 threads) by 1.4x at 15-16 output channels (T8 B32 Ci1472 K5 Co15,
+ * T64 B1 Ci896 K16 Co16) and was level with at 15 (T218 B17 Ci656 K124
+ * Co15). */
 static double dot_bf16_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows)
 {
     if (!dot_bf16_applies(p, kernel))
         return HUGE_VAL;
-    return dot_products_cost(p, rows) / 2.0;
+    return dot_products_cost(p, rows) / 4.0;
 }
 
 static void dot_bf16(const ctbc_kernel *kernel, const ctbc_dot_args *args, const void *a, const void *b, float *c,
@@ -1056,6 +1229,7 @@ static void reference_run(const forward_run *run, float *scratch)
 
 static const forward_implementation IMPLEMENTATIONS[] = {
     {"forward_gemm", gemm_scratch, gemm_cost, gemm_run},
+    {"forward_gemm_bf16", gemm_bf16_scratch, gemm_bf16_cost, gemm_bf16_run},
     {"forward_gemm_positions", positions_scratch, positions_cost, positions_run},
     {"forward_dot", dot_scratch, dot_cost, dot_run},
     {"forward_dot_bf16", dot_bf16_scratch, dot_bf16_cost, dot_bf16_run},

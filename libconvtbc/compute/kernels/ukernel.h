@@ -149,7 +149,7 @@ typedef struct {
      * differ from ukr's on subnormals (see ctbc_ukr_bf16_fn), so a driver
      * uses it only where both operands are BFLOAT16 tensors and the
      * compute dtype keeps them (every cubeMathType but USE_FP16), as
-     * forward_dot_bf16 does with dot_bf16. No driver calls it yet. Same
+     * forward_gemm_bf16 does (and forward_dot_bf16 with dot_bf16). Same
      * mr x nr as ukr. */
     ctbc_ukr_bf16_fn ukr_bf16;
     ctbc_dot_fn dot; /* set whenever ukr is */
