@@ -72,6 +72,9 @@ typedef struct {
      * included, plus copies (the plan takes the cheapest); HUGE_VAL: does
      * not apply to the problem. */
     double (*cost)(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows);
+    /* Work items its tiles are shared out in: the plan divides the cost by
+     * the threads that get one. */
+    int64_t (*items)(const ctbc_forward_plan *plan, const ctbc_kernel *kernel);
     /* Fills out; called by every thread of the team (or by one). */
     void (*run)(const forward_run *run, float *scratch);
 } forward_implementation;
@@ -384,6 +387,12 @@ static gemm_blocking gemm_blocking_of(const ctbc_forward_plan *plan, const ctbc_
     g.row_blocks = tiles == 0 ? 0 : (tiles + g.block_tiles - 1) / g.block_tiles;
     g.groups = (panel_count + g.group - 1) / g.group;
     return g;
+}
+
+static int64_t gemm_items(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
+{
+    const gemm_blocking g = gemm_blocking_of(plan, kernel);
+    return g.row_blocks * g.groups;
 }
 
 /* Per thread: the sums of one block against one group, then the shifted
@@ -805,6 +814,13 @@ static double positions_cost(const ctbc_forward_problem *p, const ctbc_kernel *k
                                copy_cost(p, p->t + 2 * zero_steps(p)));
 }
 
+static int64_t positions_items(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
+{
+    const int64_t block_columns = plan->block_tiles * kernel->nr;
+    return (gemm_rows(&plan->problem) + block_columns - 1) / block_columns *
+           (round_up(plan->problem.c_out, kernel->mr) / kernel->mr);
+}
+
 /* Channels of one (step, batch) row of self loaded at a time before they
  * are spread across the channel-major copy. */
 enum { POSITIONS_ROW = 256 };
@@ -952,6 +968,14 @@ static double dot_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel,
         return HUGE_VAL; /* many columns: the tiled GEMMs do better */
     const double copy = self_in_place_if_contiguous(p) ? 0.0 : copy_cost(p, p->t);
     return dot_products_cost(p, rows) + copy;
+}
+
+/* About dot_blocks' count (which also depends on the strides, and the
+ * choice must not). */
+static int64_t dot_items(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
+{
+    (void)kernel;
+    return (gemm_rows(&plan->problem) + DOT_BLOCK_ROWS - 1) / DOT_BLOCK_ROWS;
 }
 
 /* What the shared block loop of the dot implementations reads: self (in
@@ -1201,6 +1225,12 @@ static double reference_cost(const ctbc_forward_problem *p, const ctbc_kernel *k
     return DBL_MAX;
 }
 
+static int64_t reference_items(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
+{
+    (void)kernel;
+    return plan->t_hi - plan->t_lo;
+}
+
 static void reference_run(const forward_run *run, float *scratch)
 {
     (void)scratch;
@@ -1228,12 +1258,12 @@ static void reference_run(const forward_run *run, float *scratch)
 }
 
 static const forward_implementation IMPLEMENTATIONS[] = {
-    {"forward_gemm", gemm_scratch, gemm_cost, gemm_run},
-    {"forward_gemm_bf16", gemm_bf16_scratch, gemm_bf16_cost, gemm_bf16_run},
-    {"forward_gemm_positions", positions_scratch, positions_cost, positions_run},
-    {"forward_dot", dot_scratch, dot_cost, dot_run},
-    {"forward_dot_bf16", dot_bf16_scratch, dot_bf16_cost, dot_bf16_run},
-    {"forward_reference", reference_scratch, reference_cost, reference_run},
+    {"forward_gemm", gemm_scratch, gemm_cost, gemm_items, gemm_run},
+    {"forward_gemm_bf16", gemm_bf16_scratch, gemm_bf16_cost, gemm_items, gemm_bf16_run},
+    {"forward_gemm_positions", positions_scratch, positions_cost, positions_items, positions_run},
+    {"forward_dot", dot_scratch, dot_cost, dot_items, dot_run},
+    {"forward_dot_bf16", dot_bf16_scratch, dot_bf16_cost, dot_items, dot_bf16_run},
+    {"forward_reference", reference_scratch, reference_cost, reference_items, reference_run},
 };
 enum { IMPLEMENTATION_COUNT = sizeof IMPLEMENTATIONS / sizeof *IMPLEMENTATIONS };
 
@@ -1267,14 +1297,20 @@ void ctbc_forward_plan_init(ctbc_forward_plan *plan, const ctbc_forward_problem 
     plan->chunk = context.kc;
     plan->panel_group = context.nc_tiles;
     plan->unpacked_reuse_tiles = context.unpacked_reuse_tiles;
-    /* The cheapest, or the forced one where it applies. */
+    plan->threads = omp_get_max_threads() > 1 ? omp_get_max_threads() : 1;
+    plan->parallel = true; /* (for the work items while choosing) */
+    /* The cheapest per thread (its cost over the threads its work items
+     * keep busy: one block of rows leaves the others idle), or the forced
+     * one where it applies. */
     const int64_t rows = gemm_rows(problem);
     const int forced = ctbc_forward_forced();
-    double best = HUGE_VAL;
+    double best = HUGE_VAL, best_per_thread = HUGE_VAL;
     for (int i = 0; i < IMPLEMENTATION_COUNT; i++) {
         const double cost = IMPLEMENTATIONS[i].cost(problem, kernel, rows);
-        if (cost < best || (i == forced && cost < HUGE_VAL)) {
-            plan->implementation = i, best = cost;
+        const int64_t items = IMPLEMENTATIONS[i].items(plan, kernel);
+        const double per_thread = cost / (double)(items < 1 ? 1 : items < plan->threads ? items : plan->threads);
+        if (per_thread < best_per_thread || (i == forced && cost < HUGE_VAL)) {
+            plan->implementation = i, best = cost, best_per_thread = per_thread;
             if (i == forced)
                 break;
         }
@@ -1284,7 +1320,6 @@ void ctbc_forward_plan_init(ctbc_forward_plan *plan, const ctbc_forward_problem 
      * the reference, whose cost is not a count. */
     const double products = (double)problem->t_out * (double)problem->b * (double)problem->c_in *
                             (double)problem->c_out * (double)problem->k;
-    plan->threads = omp_get_max_threads() > 1 ? omp_get_max_threads() : 1;
     plan->parallel = (best < DBL_MAX ? best : products) >= context.team_min_work;
 
     size_t floats = IMPLEMENTATIONS[plan->implementation].scratch_floats(plan, kernel), bytes;
