@@ -386,6 +386,18 @@ static gemm_blocking gemm_blocking_of(const ctbc_forward_plan *plan, const ctbc_
     }
     g.row_blocks = tiles == 0 ? 0 : (tiles + g.block_tiles - 1) / g.block_tiles;
     g.groups = (panel_count + g.group - 1) / g.group;
+    /* Items shared evenly: with more than one, as many row blocks (of
+     * fewer tiles) as make their count a multiple of the team's. 86 tiles
+     * in 3 blocks of 32 gave one of two threads twice the other's rows
+     * (T15 B257 Ci1440 K14 Co256); in 4 they share them. One item is left
+     * whole: splitting it sends its packed panels to the other core. */
+    const int64_t items = g.row_blocks * g.groups;
+    if (plan->parallel && items > 1 && items % plan->threads != 0) {
+        const int64_t balanced = (items + plan->threads - 1) / plan->threads * plan->threads;
+        const int64_t blocks = (balanced + g.groups - 1) / g.groups;
+        g.block_tiles = (tiles + blocks - 1) / blocks;
+        g.row_blocks = (tiles + g.block_tiles - 1) / g.block_tiles;
+    }
     return g;
 }
 
