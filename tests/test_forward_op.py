@@ -27,11 +27,13 @@ OK, NULLPTR, INVALID = 0, 161001, 161002
 ND, NCL = "ACL_FORMAT_ND", "ACL_FORMAT_NCL"
 NP_OF = {"ACL_FLOAT": np.float32, "ACL_FLOAT16": np.float16, "ACL_BF16": BF16}
 CODE_OF = {np.dtype(v): k for k, v in NP_OF.items()}
-IMPLEMENTATIONS = ("forward_gemm", "forward_gemm_bf16", "forward_gemm_positions", "forward_dot", "forward_dot_bf16",
+IMPLEMENTATIONS = ("forward_gemm", "forward_gemm_narrow", "forward_gemm_bf16", "forward_gemm_positions", "forward_dot", "forward_dot_bf16",
                    "forward_reference")
-# The _bf16 implementations need VDPBF16PS; elsewhere their kernels are
-# checked through SIMDe (test_ukernel_contract.py) and forcing them falls back.
+# The _bf16 implementations need VDPBF16PS and forward_gemm_narrow an AVX-512
+# kernel; elsewhere their kernels are checked through SIMDe
+# (test_ukernel_contract.py) and forcing them falls back.
 HAS_VDPBF16PS = runtime_info()["compute"]["kernel"] == "avx512_bf16"
+HAS_NARROW_TILE = runtime_info()["compute"]["kernel"] in ("avx512", "avx512_bf16")
 
 
 def applies(implementation, dtype, C_out):
@@ -43,6 +45,8 @@ def applies(implementation, dtype, C_out):
         return C_out <= 16 and dtype == BF16 and HAS_VDPBF16PS
     if implementation == "forward_gemm_bf16":
         return dtype == BF16 and HAS_VDPBF16PS
+    if implementation == "forward_gemm_narrow":
+        return HAS_NARROW_TILE
     return True
 
 
@@ -525,16 +529,18 @@ def test_numpy_conv_tbc_errors_speak_python():
 
 def test_unforced_forward_choices_follow_the_output_channels():
     """The cost model: one output channel with a float32 self read in place
-    is dot products; more than 16, the GEMM with channels along nr (the
+    is dot products; many channels, the GEMM with channels along nr (the
     transposed GEMM, forced only here, loses to it on every shared shape
-    measured). In between it weighs the tile's unused columns: with AVX2's
-    nr of 8 seven channels go to the GEMM, with AVX-512's 32 to the dot
-    products (forced, the two were within 10% of each other on a Zen 5)."""
+    measured). In between it weighs the tile's unused columns: with the
+    portable nr of 8 and AVX2's 16 seven channels go to the GEMM, and AVX-512
+    has its narrow tile of 16 columns for them and for 17 (in two panels,
+    which two threads share; on a Zen 4 it took half the time of the wide
+    tile and 0.6-1.0 of the dot products')."""
     assert planned(8, 4096, 1184, 5, 1, 0) == "forward_dot"
     assert planned(16, 9, 1600, 1, 1, 0) == "forward_dot"
-    assert planned(1, 9, 1568, 1, 17, 0) == "forward_gemm"
-    nr = runtime_info()["compute"]["micro_tile"][1]
-    assert planned(15, 257, 832, 5, 7, 0) == ("forward_gemm" if nr <= 8 else "forward_dot")
+    narrow = runtime_info()["compute"]["kernel"] in ("avx512", "avx512_bf16")
+    assert planned(1, 9, 1568, 1, 17, 0) == ("forward_gemm_narrow" if narrow else "forward_gemm")
+    assert planned(15, 257, 832, 5, 7, 0) == ("forward_gemm_narrow" if narrow else "forward_gemm")
     assert planned(257, 32, 1024, 3, 1024, 1) == "forward_gemm"
     assert planned(8, 4096, 1184, 5, 1, 0, "float16") != "forward_reference"
 

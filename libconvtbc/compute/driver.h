@@ -28,6 +28,10 @@ typedef struct {
      * rows a tensor row apart) before packing it pays: unpacked, a panel's
      * rows share few cache sets and leave L1 between the tiles reading it. */
     int64_t unpacked_reuse_tiles;
+    /* What each thread past the first adds to a team's speed, as a
+     * fraction of one thread's: the threads share the packed panels across
+     * cores and wait for the slowest item. */
+    double team_efficiency;
     /* Tile multiply-adds (the plan's cost) below which a team of threads
      * costs more to start and join than it saves. */
     double team_min_work;

@@ -499,6 +499,15 @@ static void check_entry(const ctbc_kernel *k, int fused)
     if (failures != before)
         return;
     check_ukr(k, fused, 0);
+    if (k->ukr_narrow) {
+        /* the narrow tile as an entry of its own, held to ukr's bits */
+        ctbc_kernel narrow = *k;
+        narrow.mr = k->mr_narrow, narrow.nr = CTBC_NR_NARROW, narrow.ukr = k->ukr_narrow;
+        CHECK(narrow.mr >= 1 && narrow.mr <= CTBC_MR_MAX, "%s: narrow tile %dx%d outside the scratch bounds",
+              k->name, narrow.mr, narrow.nr);
+        if (narrow.mr >= 1 && narrow.mr <= CTBC_MR_MAX)
+            check_ukr(&narrow, fused, 0);
+    }
     CHECK(!k->ukr_bf16 == !k->dot_bf16, "%s: the bfloat16 pair kernels come together", k->name);
     if (k->ukr_bf16)
         check_ukr(k, 1, 1);

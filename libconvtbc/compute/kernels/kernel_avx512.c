@@ -214,6 +214,38 @@ static void transpose_avx512(float *dst, int64_t ld_dst, const float *src, int64
     }
 }
 
+/* The narrow tile: 8 rows of one 16-float vector, eight accumulators (the
+ * FMA latency times the two FMA pipes of a Zen 5), for GEMMs of at most 16
+ * columns, where the 32-wide tile computes as many padding columns. */
+#define MR_NARROW 8
+
+static void ukr_avx512_8x16(const ctbc_ukr_args *args, const float *a, const float *b, float *c, int64_t ldc)
+{
+    __m512 acc[MR_NARROW];
+    for (int i = 0; i < MR_NARROW; i++)
+        acc[i] = _mm512_setzero_ps();
+    const int64_t ar = args->a_row, ai = args->a_inner, bi = args->b_inner;
+    const int64_t n_inner = args->n_inner;
+
+    for (int64_t q = 0; q < args->n_outer; q++) {
+        const float *pa = a + q * args->a_outer;
+        const float *pb = b + q * args->b_outer;
+        for (int64_t p = 0; p < n_inner; p++) {
+            const __m512 b0 = _mm512_loadu_ps(pb);
+            for (int i = 0; i < MR_NARROW; i++)
+                acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(pa[i * ar]), b0, acc[i]);
+            pa += ai;
+            pb += bi;
+        }
+    }
+    const int keep_c = !args->overwrite;
+    for (int i = 0; i < MR_NARROW; i++) {
+        float *row = c + i * ldc;
+        const __m512 old = keep_c ? _mm512_loadu_ps(row) : _mm512_setzero_ps();
+        _mm512_storeu_ps(row, _mm512_add_ps(old, acc[i]));
+    }
+}
+
 #if defined(CTBC_AVX512_WITH_BF16)
 
 #ifndef CTBC_AS_BH
@@ -336,7 +368,9 @@ const ctbc_kernel ctbc_kernel_avx512_bf16 = {.name = "avx512_bf16",
                                              .transpose = transpose_avx512,
                                              .ukr_bf16 = ukr_avx512bf16_6x32,
                                              .dot = dot_rows,
-                                             .dot_bf16 = dot_bf16_rows};
+                                             .dot_bf16 = dot_bf16_rows,
+                                             .mr_narrow = MR_NARROW,
+                                             .ukr_narrow = ukr_avx512_8x16};
 
 #else
 
@@ -350,7 +384,9 @@ const ctbc_kernel ctbc_kernel_avx512 = {.name = "avx512",
                                         .f16_store = f16_store_avx512,
                                         .bf16_store = bf16_store_avx512,
                                         .transpose = transpose_avx512,
-                                        .dot = dot_rows};
+                                        .dot = dot_rows,
+                                        .mr_narrow = MR_NARROW,
+                                        .ukr_narrow = ukr_avx512_8x16};
 
 #endif
 

@@ -154,7 +154,14 @@ typedef struct {
     ctbc_ukr_bf16_fn ukr_bf16;
     ctbc_dot_fn dot; /* set whenever ukr is */
     ctbc_dot_bf16_fn dot_bf16; /* set where ukr_bf16 is */
+    /* ukr's contract on a narrower tile, mr_narrow x CTBC_NR_NARROW, with
+     * ukr's bits, for GEMMs of few columns, which an nr-wide tile would
+     * fill with padding; NULL where nr is that narrow already. */
+    int mr_narrow;
+    ctbc_ukr_fn ukr_narrow;
 } ctbc_kernel;
+
+#define CTBC_NR_NARROW 16
 
 extern const ctbc_kernel ctbc_kernel_portable;
 extern const ctbc_kernel ctbc_kernel_avx2;
