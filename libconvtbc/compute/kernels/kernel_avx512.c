@@ -35,42 +35,51 @@
 #define MR 6
 #define NR 32
 
-static void ukr_avx512_6x32(const ctbc_ukr_args *args, const float *a, const float *b,
-                            float *c, int64_t ldc)
-{
-    __m512 acc[MR][2];
-    for (int i = 0; i < MR; i++) {
-        acc[i][0] = _mm512_setzero_ps();
-        acc[i][1] = _mm512_setzero_ps();
+/* An ROWS x (16 VECS) tile (ctbc_ukr_fn): VECS zmm accumulators a row, one
+ * broadcast of A against VECS vectors of B per step; the loops over the
+ * constant ROWS and VECS are unrolled by the compiler. */
+#define CTBC_DEFINE_UKR(ROWS, VECS, NAME)                                                                        \
+    static void NAME(const ctbc_ukr_args *args, const float *a, const float *b, float *c, int64_t ldc)          \
+    {                                                                                                           \
+        __m512 acc[ROWS][VECS];                                                                                 \
+        for (int i = 0; i < ROWS; i++)                                                                          \
+            for (int v = 0; v < VECS; v++)                                                                      \
+                acc[i][v] = _mm512_setzero_ps();                                                                \
+        const int64_t ar = args->a_row, ai = args->a_inner, bi = args->b_inner;                                 \
+        const int64_t n_inner = args->n_inner;                                                                  \
+        for (int64_t q = 0; q < args->n_outer; q++) {                                                           \
+            const float *pa = a + q * args->a_outer;                                                            \
+            const float *pb = b + q * args->b_outer;                                                            \
+            for (int64_t p = 0; p < n_inner; p++) {                                                             \
+                __m512 bv[VECS];                                                                                \
+                for (int v = 0; v < VECS; v++)                                                                  \
+                    bv[v] = _mm512_loadu_ps(pb + 16 * v);                                                       \
+                for (int i = 0; i < ROWS; i++) {                                                                \
+                    const __m512 x = _mm512_set1_ps(pa[i * ar]);                                                \
+                    for (int v = 0; v < VECS; v++)                                                              \
+                        acc[i][v] = _mm512_fmadd_ps(x, bv[v], acc[i][v]);                                       \
+                }                                                                                               \
+                pa += ai;                                                                                       \
+                pb += bi;                                                                                       \
+            }                                                                                                   \
+        }                                                                                                       \
+        const int keep_c = !args->overwrite; /* overwrite: C = 0 + sum */                                       \
+        for (int i = 0; i < ROWS; i++)                                                                          \
+            for (int v = 0; v < VECS; v++) {                                                                    \
+                float *out = c + i * ldc + 16 * v;                                                              \
+                const __m512 old = keep_c ? _mm512_loadu_ps(out) : _mm512_setzero_ps();                         \
+                _mm512_storeu_ps(out, _mm512_add_ps(old, acc[i][v]));                                           \
+            }                                                                                                   \
     }
-    const int64_t ar = args->a_row, ai = args->a_inner, bi = args->b_inner;
-    const int64_t n_inner = args->n_inner;
 
-    for (int64_t q = 0; q < args->n_outer; q++) {
-        const float *pa = a + q * args->a_outer;
-        const float *pb = b + q * args->b_outer;
-        for (int64_t p = 0; p < n_inner; p++) {
-            const __m512 b0 = _mm512_loadu_ps(pb);
-            const __m512 b1 = _mm512_loadu_ps(pb + 16);
-            /* fully unrolled by the compiler: MR is a constant */
-            for (int i = 0; i < MR; i++) {
-                const __m512 x = _mm512_set1_ps(pa[i * ar]);
-                acc[i][0] = _mm512_fmadd_ps(x, b0, acc[i][0]);
-                acc[i][1] = _mm512_fmadd_ps(x, b1, acc[i][1]);
-            }
-            pa += ai;
-            pb += bi;
-        }
-    }
-    const int keep_c = !args->overwrite; /* overwrite: C = 0 + sum */
-    for (int i = 0; i < MR; i++) {
-        float *row = c + i * ldc;
-        const __m512 old0 = keep_c ? _mm512_loadu_ps(row) : _mm512_setzero_ps();
-        const __m512 old1 = keep_c ? _mm512_loadu_ps(row + 16) : _mm512_setzero_ps();
-        _mm512_storeu_ps(row, _mm512_add_ps(old0, acc[i][0]));
-        _mm512_storeu_ps(row + 16, _mm512_add_ps(old1, acc[i][1]));
-    }
-}
+CTBC_DEFINE_UKR(MR, 2, ukr_avx512_6x32)
+
+/* The narrow tile: 8 rows of one 16-float vector, eight accumulators (the
+ * FMA latency times the two FMA pipes of a Zen 5), for GEMMs of at most 16
+ * columns, where the 32-wide tile computes as many padding columns. */
+#define MR_NARROW 8
+
+CTBC_DEFINE_UKR(MR_NARROW, 1, ukr_avx512_8x16)
 
 /* 64 columns (four zmm accumulators) per pass over the rows, then 8 */
 static void gemv_avx512(int64_t n_rows, int64_t n, const float *a, int64_t a_step, const float *b,
@@ -211,38 +220,6 @@ static void transpose_avx512(float *dst, int64_t ld_dst, const float *src, int64
             const int h = rows - i < 16 ? (int)(rows - i) : 16;
             transpose_block(dst + j * ld_dst + i, ld_dst, src + i * ld_src + j, ld_src, h, w);
         }
-    }
-}
-
-/* The narrow tile: 8 rows of one 16-float vector, eight accumulators (the
- * FMA latency times the two FMA pipes of a Zen 5), for GEMMs of at most 16
- * columns, where the 32-wide tile computes as many padding columns. */
-#define MR_NARROW 8
-
-static void ukr_avx512_8x16(const ctbc_ukr_args *args, const float *a, const float *b, float *c, int64_t ldc)
-{
-    __m512 acc[MR_NARROW];
-    for (int i = 0; i < MR_NARROW; i++)
-        acc[i] = _mm512_setzero_ps();
-    const int64_t ar = args->a_row, ai = args->a_inner, bi = args->b_inner;
-    const int64_t n_inner = args->n_inner;
-
-    for (int64_t q = 0; q < args->n_outer; q++) {
-        const float *pa = a + q * args->a_outer;
-        const float *pb = b + q * args->b_outer;
-        for (int64_t p = 0; p < n_inner; p++) {
-            const __m512 b0 = _mm512_loadu_ps(pb);
-            for (int i = 0; i < MR_NARROW; i++)
-                acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(pa[i * ar]), b0, acc[i]);
-            pa += ai;
-            pb += bi;
-        }
-    }
-    const int keep_c = !args->overwrite;
-    for (int i = 0; i < MR_NARROW; i++) {
-        float *row = c + i * ldc;
-        const __m512 old = keep_c ? _mm512_loadu_ps(row) : _mm512_setzero_ps();
-        _mm512_storeu_ps(row, _mm512_add_ps(old, acc[i]));
     }
 }
 
