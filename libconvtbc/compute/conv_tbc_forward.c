@@ -78,7 +78,8 @@ typedef struct {
      * not apply to the problem. */
     double (*cost)(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows);
     /* Work items its tiles are shared out in: the plan divides the cost by
-     * the threads that get one. */
+     * what the threads that get one add up to (the kernel context's
+     * team_efficiency). */
     int64_t (*items)(const ctbc_forward_plan *plan, const ctbc_kernel *kernel);
     /* Fills out; called by every thread of the team (or by one). */
     void (*run)(const forward_run *run, float *scratch);
@@ -500,13 +501,15 @@ static const float *gemm_panel(const gemm_operands *ops, const ctbc_forward_prob
 }
 
 /* The GEMM's tiles, blocked as gemm_blocking_of says, and their outputs;
- * thread_sums holds gemm_sums_floats floats of this thread. */
-static void gemm_tiles(const forward_run *run, const gemm_operands *ops, float *thread_sums)
+ * sums holds gemm_sums_floats floats for each thread of the team. */
+static void gemm_tiles(const forward_run *run, const gemm_operands *ops, float *sums_of_threads)
 {
     const ctbc_forward_problem *p = run->p;
     const ctbc_kernel *kernel = run->kernel;
     const int64_t mr = kernel->mr, nr = kernel->nr, width = ops->width, b_count = p->b, k_count = p->k;
     const gemm_blocking blocking = gemm_blocking_of(run->plan, kernel);
+    float *const thread_sums =
+        sums_of_threads + (size_t)omp_get_thread_num() * (size_t)gemm_sums_floats(&blocking, kernel);
     const int64_t panel_count = round_up(p->c_out, nr) / nr;
     const int64_t t_lo = run->plan->t_lo, rows = (run->plan->t_hi - t_lo) * b_count;
     const int64_t tail_row0 = rows / mr * mr;
@@ -589,9 +592,6 @@ static void gemm_run(const forward_run *run, float *scratch)
     gemm_layout(run->plan, kernel, &layout); /* it fit when the plan was made */
     float *sequence = scratch, *tail = scratch + layout.sequence, *panels = tail + layout.tail;
     const float_weight weight = weight_floats(run, panels + layout.panels);
-    const gemm_blocking blocking = gemm_blocking_of(run->plan, kernel);
-    float *thread_sums = panels + layout.panels + layout.widened +
-                         (size_t)omp_get_thread_num() * (size_t)gemm_sums_floats(&blocking, kernel);
     const int64_t panel_count = round_up(p->c_out, nr) / nr;
     const int64_t t_lo = run->plan->t_lo, rows = (run->plan->t_hi - t_lo) * b_count;
     gemm_operands ops = {.width = c_in, .tail = tail, .copied_tile = layout.copied_tile,
@@ -654,7 +654,7 @@ static void gemm_run(const forward_run *run, float *scratch)
         ops.w = panels, ops.w_tap = c_in * nr, ops.w_channel = nr;
     }
     /* (implicit barrier: the tiles read the copies) */
-    gemm_tiles(run, &ops, thread_sums);
+    gemm_tiles(run, &ops, panels + layout.panels + layout.widened);
 }
 
 /* Copying self (zero-extended) into float32, in tile multiply-adds: a
@@ -791,9 +791,6 @@ static void gemm_bf16_run(const forward_run *run, float *scratch)
     size_t sequence_pairs = 0, panel_pairs = 0, sums = 0;
     gemm_bf16_layout(run->plan, kernel, &sequence_pairs, &panel_pairs, &sums); /* it fit when the plan was made */
     uint32_t *sequence = (uint32_t *)scratch, *panels = sequence + sequence_pairs;
-    const gemm_blocking blocking = gemm_blocking_of(run->plan, kernel);
-    float *thread_sums = (float *)(panels + panel_pairs) +
-                         (size_t)omp_get_thread_num() * (size_t)gemm_sums_floats(&blocking, kernel);
     const int64_t panel_count = round_up(p->c_out, nr) / nr;
 
     /* self as bfloat16 rows of `width` pairs, with min(pad, K-1) zero steps
@@ -840,7 +837,7 @@ static void gemm_bf16_run(const forward_run *run, float *scratch)
                                .w_tap = width * nr,
                                .w_channel = nr,
                                .ukr = ukr_bf16};
-    gemm_tiles(run, &ops, thread_sums);
+    gemm_tiles(run, &ops, (float *)(void *)(panels + panel_pairs));
 }
 
 /* ---- forward_gemm_positions --------------------------------------------- */
@@ -1223,7 +1220,7 @@ static size_t dot_bf16_scratch(const ctbc_forward_plan *plan, const ctbc_kernel 
 
 /* A quarter of forward_dot's: two products per lane and instruction, self
  * never copied where it is contiguous, and its products are counted
- * against forward_gemm_bf16's tiles, which it beat on a Zen 5 (AVX512_BF16,
+ * against forward_gemm_bf16's tiles, which it beat on a Zen 4 (AVX512_BF16,
  * 2 threads) by 1.4x at 15-16 output channels (T8 B32 Ci1472 K5 Co15,
  * T64 B1 Ci896 K16 Co16) and was level with at 15 (T218 B17 Ci656 K124
  * Co15). */
