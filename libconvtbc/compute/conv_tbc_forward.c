@@ -678,20 +678,16 @@ static double gemm_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel
 /* forward_gemm on the kernel's narrow tile (mr_narrow x CTBC_NR_NARROW),
  * where it has one: few output channels fill an nr-wide tile with padding
  * columns (16 of AVX-512's 32 take the same instructions as 32). The
- * narrow tile keeps ukr's bits, so the outputs are forward_gemm's. */
+ * narrow tiles keep the wide ones' bits, so the outputs are forward_gemm's
+ * (and forward_gemm_bf16_narrow's forward_gemm_bf16's). */
 static bool narrow_view(const ctbc_kernel *kernel, ctbc_kernel *narrow)
 {
     if (!kernel->ukr_narrow)
         return false;
     *narrow = *kernel;
     narrow->mr = kernel->mr_narrow, narrow->nr = CTBC_NR_NARROW, narrow->ukr = kernel->ukr_narrow;
+    narrow->ukr_bf16 = kernel->ukr_bf16_narrow; /* (NULL: the bfloat16 one does not apply) */
     return true;
-}
-
-static size_t gemm_narrow_scratch(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
-{
-    ctbc_kernel narrow;
-    return narrow_view(kernel, &narrow) ? gemm_scratch(plan, &narrow) : SIZE_MAX;
 }
 
 /* Both tiles take 16 multiply-adds per FMA instruction, but the narrow
@@ -700,26 +696,34 @@ static size_t gemm_narrow_scratch(const ctbc_forward_plan *plan, const ctbc_kern
  * Co256: 37.6 ms against 32.8), and twice as fast at 15-16 channels. */
 #define NARROW_FACTOR 1.15
 
-static double gemm_narrow_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows)
-{
-    ctbc_kernel narrow;
-    return narrow_view(kernel, &narrow) ? NARROW_FACTOR * gemm_cost(p, &narrow, rows) : HUGE_VAL;
-}
+/* The implementation NAME: BASE's functions on the narrow view of the
+ * kernel. */
+#define NARROW_IMPLEMENTATION(NAME, BASE)                                                                     \
+    static size_t NAME##_scratch(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)                     \
+    {                                                                                                          \
+        ctbc_kernel narrow;                                                                                    \
+        return narrow_view(kernel, &narrow) ? BASE##_scratch(plan, &narrow) : SIZE_MAX;                        \
+    }                                                                                                          \
+    static double NAME##_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows)          \
+    {                                                                                                          \
+        ctbc_kernel narrow;                                                                                    \
+        return narrow_view(kernel, &narrow) ? NARROW_FACTOR * BASE##_cost(p, &narrow, rows) : HUGE_VAL;        \
+    }                                                                                                          \
+    static int64_t NAME##_items(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)                      \
+    {                                                                                                          \
+        ctbc_kernel narrow;                                                                                    \
+        return narrow_view(kernel, &narrow) ? gemm_items(plan, &narrow) : 1;                                   \
+    }                                                                                                          \
+    static void NAME##_run(const forward_run *run, float *scratch)                                             \
+    {                                                                                                          \
+        ctbc_kernel narrow;                                                                                    \
+        narrow_view(run->kernel, &narrow); /* (the plan checked it) */                                        \
+        forward_run on_narrow = *run;                                                                          \
+        on_narrow.kernel = &narrow;                                                                            \
+        BASE##_run(&on_narrow, scratch);                                                                       \
+    }
 
-static int64_t gemm_narrow_items(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
-{
-    ctbc_kernel narrow;
-    return narrow_view(kernel, &narrow) ? gemm_items(plan, &narrow) : 1;
-}
-
-static void gemm_narrow_run(const forward_run *run, float *scratch)
-{
-    ctbc_kernel narrow;
-    narrow_view(run->kernel, &narrow); /* (the plan checked it) */
-    forward_run on_narrow = *run;
-    on_narrow.kernel = &narrow;
-    gemm_run(&on_narrow, scratch);
-}
+NARROW_IMPLEMENTATION(gemm_narrow, gemm)
 
 /* ---- forward_gemm_bf16 --------------------------------------------------- */
 
@@ -839,6 +843,10 @@ static void gemm_bf16_run(const forward_run *run, float *scratch)
                                .ukr = ukr_bf16};
     gemm_tiles(run, &ops, (float *)(void *)(panels + panel_pairs));
 }
+
+/* ---- forward_gemm_bf16_narrow ------------------------------------------- */
+
+NARROW_IMPLEMENTATION(gemm_bf16_narrow, gemm_bf16)
 
 /* ---- forward_gemm_positions --------------------------------------------- */
 
@@ -1218,17 +1226,21 @@ static size_t dot_bf16_scratch(const ctbc_forward_plan *plan, const ctbc_kernel 
     return total;
 }
 
-/* A quarter of forward_dot's: two products per lane and instruction, self
- * never copied where it is contiguous, and its products are counted
- * against forward_gemm_bf16's tiles, which it beat on a Zen 4 (AVX512_BF16,
- * 2 threads) by 1.4x at 15-16 output channels (T8 B32 Ci1472 K5 Co15,
- * T64 B1 Ci896 K16 Co16) and was level with at 15 (T218 B17 Ci656 K124
- * Co15). */
+/* Half of forward_dot's: two products per lane and instruction, self
+ * never copied where it is contiguous; but where forward_dot counts its
+ * products against float32 tiles, these are counted against the bfloat16
+ * pair tiles, which do twice as many per instruction too. Fitted on a Zen 4
+ * (AVX512_BF16, 2 threads) over the 45 bfloat16 shapes of CANN's system
+ * tests with at most 32 output channels, each implementation forced: the
+ * narrow pair tile took 0.4-0.9 of this one's time from 9 to 16 channels
+ * (T218 B17 Ci656 K124 Co15 11.0 ms against 27.3), this one 0.1-0.5 of
+ * the tiles' at 1 channel, and they were within 20% either way at 7-8
+ * and at 17-32. */
 static double dot_bf16_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows)
 {
     if (!dot_bf16_applies(p, kernel))
         return HUGE_VAL;
-    return dot_products_cost(p, rows) / 4.0;
+    return dot_products_cost(p, rows) / 2.0;
 }
 
 static void dot_bf16(const ctbc_kernel *kernel, const ctbc_dot_args *args, const void *a, const void *b, float *c,
@@ -1323,6 +1335,8 @@ static const forward_implementation IMPLEMENTATIONS[] = {
     {"forward_gemm", gemm_scratch, gemm_cost, gemm_items, gemm_run},
     {"forward_gemm_narrow", gemm_narrow_scratch, gemm_narrow_cost, gemm_narrow_items, gemm_narrow_run},
     {"forward_gemm_bf16", gemm_bf16_scratch, gemm_bf16_cost, gemm_items, gemm_bf16_run},
+    {"forward_gemm_bf16_narrow", gemm_bf16_narrow_scratch, gemm_bf16_narrow_cost, gemm_bf16_narrow_items,
+     gemm_bf16_narrow_run},
     {"forward_gemm_positions", positions_scratch, positions_cost, positions_items, positions_run},
     {"forward_dot", dot_scratch, dot_cost, dot_items, dot_run},
     {"forward_dot_bf16", dot_bf16_scratch, dot_bf16_cost, dot_items, dot_bf16_run},
@@ -1368,23 +1382,27 @@ void ctbc_forward_plan_init(ctbc_forward_plan *plan, const ctbc_forward_problem 
     const int64_t rows = gemm_rows(problem);
     const int forced = ctbc_forward_forced();
     double best = HUGE_VAL, best_per_thread = HUGE_VAL;
+    int64_t best_items = 1;
     for (int i = 0; i < IMPLEMENTATION_COUNT; i++) {
         const double cost = IMPLEMENTATIONS[i].cost(problem, kernel, rows);
         const int64_t items = IMPLEMENTATIONS[i].items(plan, kernel);
         const int64_t busy = items < 1 ? 1 : items < plan->threads ? items : plan->threads;
         const double per_thread = cost / (1.0 + context.team_efficiency * (double)(busy - 1));
         if (per_thread < best_per_thread || (i == forced && cost < HUGE_VAL)) {
-            plan->implementation = i, best = cost, best_per_thread = per_thread;
+            plan->implementation = i, best = cost, best_per_thread = per_thread, best_items = items;
             if (i == forced)
                 break;
         }
     }
     /* The work a team would share: the tile multiply-adds and copies the
      * cost counts (padding of the tiles included), or the products for
-     * the reference, whose cost is not a count. */
+     * the reference, whose cost is not a count. One work item runs on one
+     * thread, its copies included: split between two, they left the item
+     * reading the other core's writes (a Zen 4, forward_gemm_bf16_narrow on
+     * T8 B32 Ci1472 K5 Co15: 0.22 ms on one thread, 0.44 on two). */
     const double products = (double)problem->t_out * (double)problem->b * (double)problem->c_in *
                             (double)problem->c_out * (double)problem->k;
-    plan->parallel = (best < DBL_MAX ? best : products) >= context.team_min_work;
+    plan->parallel = best_items > 1 && (best < DBL_MAX ? best : products) >= context.team_min_work;
 
     size_t floats = IMPLEMENTATIONS[plan->implementation].scratch_floats(plan, kernel), bytes;
     if (floats == SIZE_MAX || __builtin_add_overflow(floats, 2 * (size_t)problem->c_out, &floats) ||

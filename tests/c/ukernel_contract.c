@@ -503,12 +503,18 @@ static void check_entry(const ctbc_kernel *k, int fused)
         /* the narrow tile as an entry of its own, held to ukr's bits */
         ctbc_kernel narrow = *k;
         narrow.mr = k->mr_narrow, narrow.nr = CTBC_NR_NARROW, narrow.ukr = k->ukr_narrow;
+        narrow.ukr_bf16 = k->ukr_bf16_narrow;
         CHECK(narrow.mr >= 1 && narrow.mr <= CTBC_MR_MAX, "%s: narrow tile %dx%d outside the scratch bounds",
               k->name, narrow.mr, narrow.nr);
-        if (narrow.mr >= 1 && narrow.mr <= CTBC_MR_MAX)
+        if (narrow.mr >= 1 && narrow.mr <= CTBC_MR_MAX) {
             check_ukr(&narrow, fused, 0);
+            if (narrow.ukr_bf16)
+                check_ukr(&narrow, 1, 1);
+        }
     }
     CHECK(!k->ukr_bf16 == !k->dot_bf16, "%s: the bfloat16 pair kernels come together", k->name);
+    CHECK(!k->ukr_bf16_narrow || (k->ukr_bf16 && k->ukr_narrow),
+          "%s: a narrow bfloat16 tile without the wide one or the float32 narrow one", k->name);
     if (k->ukr_bf16)
         check_ukr(k, 1, 1);
     if (k->dot_bf16)

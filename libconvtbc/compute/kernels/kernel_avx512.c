@@ -35,11 +35,14 @@
 #define MR 6
 #define NR 32
 
-/* An ROWS x (16 VECS) tile (ctbc_ukr_fn): VECS zmm accumulators a row, one
- * broadcast of A against VECS vectors of B per step; the loops over the
- * constant ROWS and VECS are unrolled by the compiler. */
-#define CTBC_DEFINE_UKR(ROWS, VECS, NAME)                                                                        \
-    static void NAME(const ctbc_ukr_args *args, const float *a, const float *b, float *c, int64_t ldc)          \
+/* An ROWS x (16 VECS) tile: VECS zmm accumulators a row, one broadcast of
+ * A against VECS vectors of B per step; the loops over the constant ROWS
+ * and VECS are unrolled by the compiler. ELEM is what a and b hold (float,
+ * or a bfloat16 pair as uint32_t), and STEP(acc, a element, B vector) one
+ * step of the sum: the float32 tiles (ctbc_ukr_fn) and the bfloat16 pair
+ * tiles (ctbc_ukr_bf16_fn) differ only there. */
+#define CTBC_DEFINE_TILE(ROWS, VECS, NAME, ELEM, STEP)                                                           \
+    static void NAME(const ctbc_ukr_args *args, const ELEM *a, const ELEM *b, float *c, int64_t ldc)            \
     {                                                                                                           \
         __m512 acc[ROWS][VECS];                                                                                 \
         for (int i = 0; i < ROWS; i++)                                                                          \
@@ -48,17 +51,15 @@
         const int64_t ar = args->a_row, ai = args->a_inner, bi = args->b_inner;                                 \
         const int64_t n_inner = args->n_inner;                                                                  \
         for (int64_t q = 0; q < args->n_outer; q++) {                                                           \
-            const float *pa = a + q * args->a_outer;                                                            \
-            const float *pb = b + q * args->b_outer;                                                            \
+            const ELEM *pa = a + q * args->a_outer;                                                             \
+            const ELEM *pb = b + q * args->b_outer;                                                             \
             for (int64_t p = 0; p < n_inner; p++) {                                                             \
-                __m512 bv[VECS];                                                                                \
+                __m512i bv[VECS];                                                                               \
                 for (int v = 0; v < VECS; v++)                                                                  \
-                    bv[v] = _mm512_loadu_ps(pb + 16 * v);                                                       \
-                for (int i = 0; i < ROWS; i++) {                                                                \
-                    const __m512 x = _mm512_set1_ps(pa[i * ar]);                                                \
+                    bv[v] = _mm512_loadu_si512((const void *)(pb + 16 * v));                                    \
+                for (int i = 0; i < ROWS; i++)                                                                  \
                     for (int v = 0; v < VECS; v++)                                                              \
-                        acc[i][v] = _mm512_fmadd_ps(x, bv[v], acc[i][v]);                                       \
-                }                                                                                               \
+                        acc[i][v] = STEP(acc[i][v], pa[i * ar], bv[v]);                                         \
                 pa += ai;                                                                                       \
                 pb += bi;                                                                                       \
             }                                                                                                   \
@@ -71,6 +72,10 @@
                 _mm512_storeu_ps(out, _mm512_add_ps(old, acc[i][v]));                                           \
             }                                                                                                   \
     }
+
+/* acc + x * (16 floats of b), fused */
+#define CTBC_F32_STEP(acc, x, bv) _mm512_fmadd_ps(_mm512_set1_ps(x), _mm512_castsi512_ps(bv), acc)
+#define CTBC_DEFINE_UKR(ROWS, VECS, NAME) CTBC_DEFINE_TILE(ROWS, VECS, NAME, float, CTBC_F32_STEP)
 
 CTBC_DEFINE_UKR(MR, 2, ukr_avx512_6x32)
 
@@ -229,44 +234,15 @@ static void transpose_avx512(float *dst, int64_t ld_dst, const float *src, int64
 #define CTBC_AS_BH(v) ((__m512bh)(v)) /* 32 bfloat16 lanes, the same bits */
 #endif
 
+/* acc + both products of the pair x with each of 16 pairs of b */
+#define CTBC_BF16_STEP(acc, x, bv) _mm512_dpbf16_ps(acc, CTBC_AS_BH(_mm512_set1_epi32((int32_t)(x))), CTBC_AS_BH(bv))
+
 /* The 6 x 32 tile on bfloat16 pairs (see ctbc_ukr_bf16_fn): one broadcast
  * pair of A against 32 pairs of B per step, twice the reduction of a float32
- * step per instruction and half its memory traffic. */
-static void ukr_avx512bf16_6x32(const ctbc_ukr_args *args, const uint32_t *a, const uint32_t *b,
-                                float *c, int64_t ldc)
-{
-    __m512 acc[MR][2];
-    for (int i = 0; i < MR; i++) {
-        acc[i][0] = _mm512_setzero_ps();
-        acc[i][1] = _mm512_setzero_ps();
-    }
-    const int64_t ar = args->a_row, ai = args->a_inner, bi = args->b_inner;
-    const int64_t n_inner = args->n_inner;
-
-    for (int64_t q = 0; q < args->n_outer; q++) {
-        const uint32_t *pa = a + q * args->a_outer;
-        const uint32_t *pb = b + q * args->b_outer;
-        for (int64_t p = 0; p < n_inner; p++) {
-            const __m512i b0 = _mm512_loadu_si512(pb);
-            const __m512i b1 = _mm512_loadu_si512(pb + 16);
-            for (int i = 0; i < MR; i++) {
-                const __m512i x = _mm512_set1_epi32((int32_t)pa[i * ar]);
-                acc[i][0] = _mm512_dpbf16_ps(acc[i][0], CTBC_AS_BH(x), CTBC_AS_BH(b0));
-                acc[i][1] = _mm512_dpbf16_ps(acc[i][1], CTBC_AS_BH(x), CTBC_AS_BH(b1));
-            }
-            pa += ai;
-            pb += bi;
-        }
-    }
-    const int keep_c = !args->overwrite;
-    for (int i = 0; i < MR; i++) {
-        float *row = c + i * ldc;
-        const __m512 old0 = keep_c ? _mm512_loadu_ps(row) : _mm512_setzero_ps();
-        const __m512 old1 = keep_c ? _mm512_loadu_ps(row + 16) : _mm512_setzero_ps();
-        _mm512_storeu_ps(row, _mm512_add_ps(old0, acc[i][0]));
-        _mm512_storeu_ps(row + 16, _mm512_add_ps(old1, acc[i][1]));
-    }
-}
+ * step per instruction and half its memory traffic; and the narrow one,
+ * 8 x 16, for GEMMs of at most 16 columns, as for float32. */
+CTBC_DEFINE_TILE(MR, 2, ukr_avx512bf16_6x32, uint32_t, CTBC_BF16_STEP)
+CTBC_DEFINE_TILE(MR_NARROW, 1, ukr_avx512bf16_8x16, uint32_t, CTBC_BF16_STEP)
 
 /* The 16 lanes of v added as a tree, the order ctbc_dot_bf16_fn states. */
 static float lanes_tree_sum(__m512 v)
@@ -344,6 +320,7 @@ const ctbc_kernel ctbc_kernel_avx512_bf16 = {.name = "avx512_bf16",
                                              .bf16_store = bf16_store_avx512,
                                              .transpose = transpose_avx512,
                                              .ukr_bf16 = ukr_avx512bf16_6x32,
+                                             .ukr_bf16_narrow = ukr_avx512bf16_8x16,
                                              .dot = dot_rows,
                                              .dot_bf16 = dot_bf16_rows,
                                              .mr_narrow = MR_NARROW,

@@ -159,6 +159,7 @@ typedef struct {
      * fill with padding; NULL where nr is that narrow already. */
     int mr_narrow;
     ctbc_ukr_fn ukr_narrow;
+    ctbc_ukr_bf16_fn ukr_bf16_narrow; /* ukr_bf16 on the narrow tile, where both are */
 } ctbc_kernel;
 
 #define CTBC_NR_NARROW 16
