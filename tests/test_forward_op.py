@@ -368,12 +368,13 @@ def test_empty_and_all_padding(implementation, dims, dtype, force):
 def test_nan_and_inf_propagate(implementation, pad, dtype, force):
     """As the formula has it in IEEE arithmetic: a tap in the padding is a
     zero times the weight, so an Inf weight makes NaN there too (with pad 4
-    and K 3 the first and last steps read only padding)."""
+    and K 3 the first and last steps read only padding). The Inf sits past
+    the first 32 input channels, where a vector scan for it has a tail."""
     force(implementation)
     rng = np.random.default_rng(3)
-    x, w, b = operands(rng, 8, 2, 4, 3, 5, dtype)
+    x, w, b = operands(rng, 8, 2, 37, 3, 5, dtype)
     x[2, 1, 3] = np.nan
-    w[0, 0, 4] = np.inf
+    w[0, 35, 4] = np.inf
     got = run_forward(x, w, b, pad)
     want = conv_tbc_ref(x, w, b, pad)
     assert np.isnan(want[0, :, 4]).all()
@@ -381,6 +382,23 @@ def test_nan_and_inf_propagate(implementation, pad, dtype, force):
     np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
     finite = np.isfinite(want)
     assert rel_error(got[finite], want[finite]) <= REL_BOUND[dtype]
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_weight_rounded_to_inf_reaches_the_padding(implementation, force):
+    """The spec: with USE_FP16 the operands are cast to float16 and NaN and
+    Inf propagate. A float32 weight of 1e6 is Inf in float16, so the steps
+    that meet it through padding (here pad 4, K 3: steps 0 and 1 read only
+    padding) are 0 * Inf = NaN in its output channel, and only there."""
+    force(implementation)
+    rng = np.random.default_rng(6)
+    x, w, b = operands(rng, 8, 2, 40, 3, 5, F32)
+    w[1, 33, 2] = 1e6
+    got = convtbc_py.conv_tbc(x, w, b, 4, cube_math_type=2)
+    assert np.isnan(got[0:2, :, 2]).all()
+    assert not np.isnan(np.delete(got[0:2], 2, axis=2)).any()
+    with_fp32 = convtbc_py.conv_tbc(x, w, b, 4, cube_math_type=0)
+    assert not np.isnan(with_fp32).any()
 
 
 DETERMINISM = """
