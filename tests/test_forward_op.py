@@ -413,6 +413,10 @@ for dtype in (np.float32, np.float16, ml_dtypes.bfloat16):
     for C_out in (45, 7):
         x, w, b = operands(rng, 64, 33, 70, 3, C_out, dtype)
         digest.update(run_forward(x, w, b, 2).tobytes())
+    # one block of rows against a weight read in place, which a team splits
+    for T, B, C_in, K, C_out in ((8, 17, 240, 3, 16), (1, 40, 150, 1, 17)):
+        x, w, b = operands(rng, T, B, C_in, K, C_out, dtype)
+        digest.update(run_forward(x, w, b, 0).tobytes())
 print(digest.hexdigest())
 """
 

@@ -76,7 +76,7 @@ typedef struct {
     /* Multiply-adds the micro-kernel performs, padding of its tiles
      * included, plus copies (the plan takes the cheapest); HUGE_VAL: does
      * not apply to the problem. */
-    double (*cost)(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows);
+    double (*cost)(const ctbc_forward_plan *plan, const ctbc_kernel *kernel);
     /* Work items its tiles are shared out in: the plan divides the cost by
      * what the threads that get one add up to (the kernel context's
      * team_efficiency). */
@@ -403,7 +403,9 @@ typedef struct {
     int64_t block_tiles, group, row_blocks, groups;
 } gemm_blocking;
 
-static gemm_blocking gemm_blocking_of(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
+/* weight_packed: the panels are written on every call (else read in
+ * place). */
+static gemm_blocking gemm_blocking_of(const ctbc_forward_plan *plan, const ctbc_kernel *kernel, bool weight_packed)
 {
     const ctbc_forward_problem *p = &plan->problem;
     const int64_t tiles = (gemm_rows(p) + kernel->mr - 1) / kernel->mr;
@@ -418,13 +420,20 @@ static gemm_blocking gemm_blocking_of(const ctbc_forward_plan *plan, const ctbc_
     }
     g.row_blocks = tiles == 0 ? 0 : (tiles + g.block_tiles - 1) / g.block_tiles;
     g.groups = (panel_count + g.group - 1) / g.group;
-    /* Items shared evenly: with more than one, as many row blocks (of
-     * fewer tiles) as make their count a multiple of the team's. 86 tiles
-     * in 3 blocks of 32 gave one of two threads twice the other's rows
-     * (T15 B257 Ci1440 K14 Co256); in 4 they share them. One item is left
-     * whole: splitting it sends its packed panels to the other core. */
+    /* Items shared evenly: as many row blocks (of fewer tiles) as make
+     * their count a multiple of the team's. 86 tiles in 3 blocks of 32 gave
+     * one of two threads twice the other's rows (T15 B257 Ci1440 K14
+     * Co256); in 4 they share them. One item is split only where the
+     * weight is read in place, into blocks of two tiles or more: packed
+     * panels would be read on the other core just after this one wrote
+     * them. Measured on a Zen 4, forward_gemm_narrow, medians of 7: one
+     * block split in two took 0.65-0.85 of one thread's time with the
+     * weight in place (T8 B17 Ci240 K3 Co16, T17 B16 Ci64 K9 Co16, T1 B24
+     * Ci1520 K1 Co17), and from 0.65 to 3 times with packed panels,
+     * bimodal between processes (T1 B64 Ci1520 K1 Co7: 1.2-3x). */
     const int64_t items = g.row_blocks * g.groups;
-    if (plan->parallel && items > 1 && items % plan->threads != 0) {
+    const bool split_one = items == 1 && tiles >= 2 * plan->threads && !weight_packed;
+    if (plan->parallel && (items > 1 || split_one) && items % plan->threads != 0) {
         const int64_t balanced = (items + plan->threads - 1) / plan->threads * plan->threads;
         const int64_t blocks = (balanced + g.groups - 1) / g.groups;
         g.block_tiles = (tiles + blocks - 1) / blocks;
@@ -435,7 +444,7 @@ static gemm_blocking gemm_blocking_of(const ctbc_forward_plan *plan, const ctbc_
 
 static int64_t gemm_items(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
 {
-    const gemm_blocking g = gemm_blocking_of(plan, kernel);
+    const gemm_blocking g = gemm_blocking_of(plan, kernel, !gemm_weight_in_place(plan, kernel));
     return g.row_blocks * g.groups;
 }
 
@@ -464,7 +473,7 @@ static bool gemm_layout(const ctbc_forward_plan *plan, const ctbc_kernel *kernel
     l->weight_in_place = gemm_weight_in_place(plan, kernel);
     l->copied_tile = gemm_self_in_place(p) && gemm_rows(p) < kernel->mr;
     l->widened = widened_weight_floats(p);
-    const gemm_blocking blocking = gemm_blocking_of(plan, kernel);
+    const gemm_blocking blocking = gemm_blocking_of(plan, kernel, !l->weight_in_place);
     if (__builtin_mul_overflow((size_t)gemm_sums_floats(&blocking, kernel), (size_t)plan->threads, &l->sums))
         return false;
     const size_t rows = gemm_self_in_place(p) ? 0 : (size_t)((p->t + 2 * zero_steps(p)) * p->b + kernel->mr);
@@ -533,7 +542,7 @@ static void gemm_tiles(const forward_run *run, const gemm_operands *ops, float *
     const ctbc_forward_problem *p = run->p;
     const ctbc_kernel *kernel = run->kernel;
     const int64_t mr = kernel->mr, nr = kernel->nr, width = ops->width, b_count = p->b, k_count = p->k;
-    const gemm_blocking blocking = gemm_blocking_of(run->plan, kernel);
+    const gemm_blocking blocking = gemm_blocking_of(run->plan, kernel, !ops->weight_in_place);
     float *const thread_sums =
         sums_of_threads + (size_t)omp_get_thread_num() * (size_t)gemm_sums_floats(&blocking, kernel);
     const int64_t panel_count = round_up(p->c_out, nr) / nr;
@@ -683,8 +692,8 @@ static void gemm_run(const forward_run *run, float *scratch)
     gemm_tiles(run, &ops, panels + layout.panels + layout.widened);
 }
 
-/* Copying self (zero-extended) into float32, in tile multiply-adds: a
- * copied element costs about COPY_FACTOR of them. */
+/* Copying self (zero-extended) into float32, or the weight into panels,
+ * in tile multiply-adds: a copied element costs about COPY_FACTOR of them. */
 #define COPY_FACTOR 8.0
 
 static double copy_cost(const ctbc_forward_problem *p, int64_t steps)
@@ -692,11 +701,14 @@ static double copy_cost(const ctbc_forward_problem *p, int64_t steps)
     return COPY_FACTOR * (double)steps * (double)p->b * (double)p->c_in;
 }
 
-static double gemm_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows)
+static double gemm_cost(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
 {
-    return (double)round_up(rows, kernel->mr) * (double)round_up(p->c_out, kernel->nr) * (double)p->k *
-               (double)p->c_in +
-           (self_in_place_if_contiguous(p) && zero_steps(p) == 0 ? 0.0 : copy_cost(p, p->t + 2 * zero_steps(p)));
+    const ctbc_forward_problem *p = &plan->problem;
+    const int64_t rows = gemm_rows(p);
+    const double panels = (double)round_up(p->c_out, kernel->nr) * (double)p->k * (double)p->c_in;
+    return (double)round_up(rows, kernel->mr) * panels +
+           (self_in_place_if_contiguous(p) && zero_steps(p) == 0 ? 0.0 : copy_cost(p, p->t + 2 * zero_steps(p))) +
+           (gemm_weight_in_place(plan, kernel) ? 0.0 : COPY_FACTOR * panels);
 }
 
 /* ---- forward_gemm_narrow ------------------------------------------------- */
@@ -730,15 +742,15 @@ static bool narrow_view(const ctbc_kernel *kernel, ctbc_kernel *narrow)
         ctbc_kernel narrow;                                                                                    \
         return narrow_view(kernel, &narrow) ? BASE##_scratch(plan, &narrow) : SIZE_MAX;                        \
     }                                                                                                          \
-    static double NAME##_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows)          \
+    static double NAME##_cost(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)                        \
     {                                                                                                          \
         ctbc_kernel narrow;                                                                                    \
-        return narrow_view(kernel, &narrow) ? NARROW_FACTOR * BASE##_cost(p, &narrow, rows) : HUGE_VAL;        \
+        return narrow_view(kernel, &narrow) ? NARROW_FACTOR * BASE##_cost(plan, &narrow) : HUGE_VAL;           \
     }                                                                                                          \
     static int64_t NAME##_items(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)                      \
     {                                                                                                          \
         ctbc_kernel narrow;                                                                                    \
-        return narrow_view(kernel, &narrow) ? gemm_items(plan, &narrow) : 1;                                   \
+        return narrow_view(kernel, &narrow) ? BASE##_items(plan, &narrow) : 1;                                 \
     }                                                                                                          \
     static void NAME##_run(const forward_run *run, float *scratch)                                             \
     {                                                                                                          \
@@ -778,7 +790,7 @@ static bool gemm_bf16_layout(const ctbc_forward_plan *plan, const ctbc_kernel *k
     const size_t width = (size_t)pairs(p->c_in);
     const size_t rows = (size_t)((p->t + 2 * zero_steps(p)) * p->b + kernel->mr);
     const size_t columns = (size_t)round_up(p->c_out, kernel->nr);
-    const gemm_blocking blocking = gemm_blocking_of(plan, kernel);
+    const gemm_blocking blocking = gemm_blocking_of(plan, kernel, true);
     return !__builtin_mul_overflow(rows, width, sequence) && !__builtin_mul_overflow(columns, (size_t)p->k, panels) &&
            !__builtin_mul_overflow(*panels, width, panels) &&
            !__builtin_mul_overflow((size_t)gemm_sums_floats(&blocking, kernel), (size_t)plan->threads, sums);
@@ -793,10 +805,20 @@ static size_t gemm_bf16_scratch(const ctbc_forward_plan *plan, const ctbc_kernel
     return total;
 }
 
-/* forward_gemm's tiles at half the steps, and a copy of self at half the
- * bytes. */
-static double gemm_bf16_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows)
+/* (its panels are always packed) */
+static int64_t gemm_bf16_items(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
 {
+    const gemm_blocking g = gemm_blocking_of(plan, kernel, true);
+    return g.row_blocks * g.groups;
+}
+
+/* forward_gemm's tiles at half the steps, and a copy of self at half the
+ * bytes. (Its panels are packed too, but the fit of forward_dot_bf16's
+ * cost against it left that out.) */
+static double gemm_bf16_cost(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
+{
+    const ctbc_forward_problem *p = &plan->problem;
+    const int64_t rows = gemm_rows(p);
     if (!bf16_pairs_apply(p, kernel))
         return HUGE_VAL;
     return (double)round_up(rows, kernel->mr) * (double)round_up(p->c_out, kernel->nr) * (double)p->k *
@@ -903,8 +925,10 @@ static size_t positions_scratch(const ctbc_forward_plan *plan, const ctbc_kernel
  * forward_gemm's. */
 #define POSITIONS_FACTOR 4.0
 
-static double positions_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows)
+static double positions_cost(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
 {
+    const ctbc_forward_problem *p = &plan->problem;
+    const int64_t rows = gemm_rows(p);
     return POSITIONS_FACTOR * ((double)round_up(rows, kernel->nr) * (double)round_up(p->c_out, kernel->mr) *
                                    (double)p->k * (double)p->c_in +
                                copy_cost(p, p->t + 2 * zero_steps(p)));
@@ -1057,8 +1081,10 @@ static double dot_products_cost(const ctbc_forward_problem *p, int64_t rows)
     return (double)rows * (double)p->c_out * (double)p->k * (double)p->c_in * DOT_FACTOR;
 }
 
-static double dot_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows)
+static double dot_cost(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
 {
+    const ctbc_forward_problem *p = &plan->problem;
+    const int64_t rows = gemm_rows(p);
     (void)kernel;
     if (p->c_out > DOT_MAX_COLUMNS)
         return HUGE_VAL; /* many columns: the tiled GEMMs do better */
@@ -1259,8 +1285,10 @@ static size_t dot_bf16_scratch(const ctbc_forward_plan *plan, const ctbc_kernel 
  * (T218 B17 Ci656 K124 Co15 11.0 ms against 27.3), this one 0.1-0.5 of
  * the tiles' at 1 channel, and they were within 20% either way at 7-8
  * and at 17-32. */
-static double dot_bf16_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows)
+static double dot_bf16_cost(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
 {
+    const ctbc_forward_problem *p = &plan->problem;
+    const int64_t rows = gemm_rows(p);
     if (!dot_bf16_applies(p, kernel))
         return HUGE_VAL;
     return dot_products_cost(p, rows) / 2.0;
@@ -1313,9 +1341,9 @@ static size_t reference_scratch(const ctbc_forward_plan *plan, const ctbc_kernel
 }
 
 /* Applies always; chosen only when forced (it is the slowest). */
-static double reference_cost(const ctbc_forward_problem *p, const ctbc_kernel *kernel, int64_t rows)
+static double reference_cost(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
 {
-    (void)p, (void)kernel, (void)rows;
+    (void)plan, (void)kernel;
     return DBL_MAX;
 }
 
@@ -1354,7 +1382,7 @@ static void reference_run(const forward_run *run, float *scratch)
 static const forward_implementation IMPLEMENTATIONS[] = {
     {"forward_gemm", gemm_scratch, gemm_cost, gemm_items, gemm_run},
     {"forward_gemm_narrow", gemm_narrow_scratch, gemm_narrow_cost, gemm_narrow_items, gemm_narrow_run},
-    {"forward_gemm_bf16", gemm_bf16_scratch, gemm_bf16_cost, gemm_items, gemm_bf16_run},
+    {"forward_gemm_bf16", gemm_bf16_scratch, gemm_bf16_cost, gemm_bf16_items, gemm_bf16_run},
     {"forward_gemm_bf16_narrow", gemm_bf16_narrow_scratch, gemm_bf16_narrow_cost, gemm_bf16_narrow_items,
      gemm_bf16_narrow_run},
     {"forward_gemm_positions", positions_scratch, positions_cost, positions_items, positions_run},
@@ -1399,12 +1427,11 @@ void ctbc_forward_plan_init(ctbc_forward_plan *plan, const ctbc_forward_problem 
     /* The cheapest per thread (its cost over what the threads its work
      * items keep busy add up to: one block of rows leaves the others
      * idle), or the forced one where it applies. */
-    const int64_t rows = gemm_rows(problem);
     const int forced = ctbc_forward_forced();
     double best = HUGE_VAL, best_per_thread = HUGE_VAL;
     int64_t best_items = 1;
     for (int i = 0; i < IMPLEMENTATION_COUNT; i++) {
-        const double cost = IMPLEMENTATIONS[i].cost(problem, kernel, rows);
+        const double cost = IMPLEMENTATIONS[i].cost(plan, kernel);
         const int64_t items = IMPLEMENTATIONS[i].items(plan, kernel);
         const int64_t busy = items < 1 ? 1 : items < plan->threads ? items : plan->threads;
         const double per_thread = cost / (1.0 + context.team_efficiency * (double)(busy - 1));
