@@ -28,12 +28,16 @@ ND, NCL = "ACL_FORMAT_ND", "ACL_FORMAT_NCL"
 NP_OF = {"ACL_FLOAT": np.float32, "ACL_FLOAT16": np.float16, "ACL_BF16": BF16}
 CODE_OF = {np.dtype(v): k for k, v in NP_OF.items()}
 IMPLEMENTATIONS = ("forward_gemm", "forward_gemm_narrow", "forward_gemm_bf16", "forward_gemm_bf16_narrow",
-                   "forward_gemm_positions", "forward_dot", "forward_dot_bf16", "forward_reference")
+                   "forward_gemm_positions", "forward_dot", "forward_dot_bf16", "forward_gemm_tail",
+                   "forward_reference")
 # The _bf16 implementations need VDPBF16PS and forward_gemm_narrow an AVX-512
 # kernel; elsewhere their kernels are checked through SIMDe
 # (test_ukernel_contract.py) and forcing them falls back.
 HAS_VDPBF16PS = runtime_info()["compute"]["kernel"] == "avx512_bf16"
 HAS_NARROW_TILE = runtime_info()["compute"]["kernel"] in ("avx512", "avx512_bf16")
+# forward_gemm_tail's GEMM tile is 16 columns wide (AVX-512's narrow tile,
+# AVX2's tile), 8 on portable C
+HEAD_COLUMNS = 8 if runtime_info()["compute"]["kernel"] == "portable" else 16
 
 
 def applies(implementation, dtype, C_out):
@@ -47,6 +51,8 @@ def applies(implementation, dtype, C_out):
         return dtype == BF16 and HAS_VDPBF16PS
     if implementation == "forward_gemm_narrow":
         return HAS_NARROW_TILE
+    if implementation == "forward_gemm_tail":
+        return dtype == F32 and C_out > HEAD_COLUMNS and 1 <= C_out % HEAD_COLUMNS <= 4
     return True
 
 
@@ -299,7 +305,7 @@ def operands(rng, T, B, C_in, K, C_out, dtype, bias_dtype=None):
 
 
 DTYPES = [F32, F16] + ([BF16] if BF16 is not None else [])
-SIZES = [(9, 3, 5, 3, 4), (17, 5, 33, 4, 19), (6, 7, 2, 1, 40), (40, 2, 70, 5, 3)]
+SIZES = [(9, 3, 5, 3, 4), (17, 5, 33, 4, 19), (6, 7, 2, 1, 40), (40, 2, 70, 5, 3), (3, 11, 21, 2, 33)]
 
 
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
@@ -555,13 +561,15 @@ def test_unforced_forward_choices_follow_the_output_channels():
     transposed GEMM, forced only here, loses to it on every shared shape
     measured). In between it weighs the tile's unused columns: with the
     portable nr of 8 and AVX2's 16 seven channels go to the GEMM, and AVX-512
-    has its narrow tile of 16 columns for them and for 17 (in two panels,
-    which two threads share; on a Zen 4 it took half the time of the wide
-    tile and 0.6-1.0 of the dot products')."""
+    has its narrow tile of 16 columns for them (on a Zen 4 it took half the
+    time of the wide tile and 0.6-1.0 of the dot products'). 17 float32
+    channels are a GEMM on 16 (or 8) and dot products on the last one; in
+    float16, which both would widen, a GEMM on all 17."""
     assert planned(8, 4096, 1184, 5, 1, 0) == "forward_dot"
     assert planned(16, 9, 1600, 1, 1, 0) == "forward_dot"
     narrow = runtime_info()["compute"]["kernel"] in ("avx512", "avx512_bf16")
-    assert planned(1, 9, 1568, 1, 17, 0) == ("forward_gemm_narrow" if narrow else "forward_gemm")
+    assert planned(1, 9, 1568, 1, 17, 0) == "forward_gemm_tail"
+    assert planned(1, 9, 1568, 1, 17, 0, "float16") == ("forward_gemm_narrow" if narrow else "forward_gemm")
     assert planned(15, 257, 832, 5, 7, 0) == ("forward_gemm_narrow" if narrow else "forward_gemm")
     assert planned(257, 32, 1024, 3, 1024, 1) == "forward_gemm"
     assert planned(8, 4096, 1184, 5, 1, 0, "float16") != "forward_reference"

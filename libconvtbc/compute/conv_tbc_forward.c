@@ -54,6 +54,9 @@
  * their float32 sums on the stack). (The block and the reduction chunk come
  * from the kernel context: its mc micro-tiles and kc.) */
 #define FORWARD_MAX_BLOCK_TILES 32
+/* The team size the plan weighs the implementations for (see
+ * ctbc_forward_plan_init): the machines the costs were measured on. */
+#define CHOICE_TEAM 2
 
 typedef struct {
     const ctbc_forward_plan *plan;
@@ -1332,6 +1335,100 @@ static void dot_bf16_run(const forward_run *run, float *scratch)
     dot_blocks(run, &ops);
 }
 
+/* ---- forward_gemm_tail ---------------------------------------------------- */
+
+/* A few output channels past a multiple of the tile's width would take a
+ * whole panel of tiles: forward_gemm_tail computes the multiple with
+ * forward_gemm's tiles (the narrow ones where the kernel has them) and the
+ * TAIL_MAX_COLUMNS or fewer left over as forward_dot's dot products, one
+ * after the other in the same team and scratch. Each output is one
+ * implementation's sum, the same bits at any thread count. On a Zen 4,
+ * float32, medians of 7, against forward_gemm_narrow: T1 B9 Ci1568 K1
+ * Co17 0.019 ms against 0.024, T17 B7 Ci480 K17 Co17 0.047 against
+ * 0.055-0.116, T16 B256 Ci1456 K13 Co17 4.5 ms against 6.7; T32 B7 Ci624
+ * K7 Co17 0.316 against 0.290. */
+enum { TAIL_MAX_COLUMNS = 4 };
+
+static const ctbc_kernel *head_kernel(const ctbc_kernel *kernel, ctbc_kernel *room)
+{
+    return narrow_view(kernel, room) ? room : kernel;
+}
+
+static int64_t tail_columns(const ctbc_forward_problem *p, const ctbc_kernel *head)
+{
+    return p->c_out > head->nr ? p->c_out % head->nr : 0;
+}
+
+/* plan on output channels [0, columns) or [c_out - columns, c_out) alone
+ * (the problem's strides stay: the run's pointers move) */
+static ctbc_forward_plan columns_of(const ctbc_forward_plan *plan, int64_t columns)
+{
+    ctbc_forward_plan part = *plan;
+    part.problem.c_out = columns;
+    return part;
+}
+
+/* float32 self read as it is: other dtypes are widened by both parts,
+ * twice (float16 T17 B7 Ci480 K17 Co17: 0.145 ms against forward_gemm_narrow's
+ * 0.085). */
+static bool tail_applies(const ctbc_forward_plan *plan, const ctbc_kernel *head)
+{
+    const int64_t tail = tail_columns(&plan->problem, head);
+    return tail >= 1 && tail <= TAIL_MAX_COLUMNS && unrounded_float32(&plan->problem, plan->problem.self.dtype);
+}
+
+static size_t gemm_tail_scratch(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
+{
+    ctbc_kernel room;
+    const ctbc_kernel *head = head_kernel(kernel, &room);
+    if (!tail_applies(plan, head))
+        return SIZE_MAX;
+    const int64_t tail = tail_columns(&plan->problem, head);
+    const ctbc_forward_plan head_plan = columns_of(plan, plan->problem.c_out - tail), tail_plan = columns_of(plan, tail);
+    const size_t gemm = gemm_scratch(&head_plan, head), dot = dot_scratch(&tail_plan, kernel);
+    return gemm > dot ? gemm : dot; /* (one after the other) */
+}
+
+static double gemm_tail_cost(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
+{
+    ctbc_kernel room;
+    const ctbc_kernel *head = head_kernel(kernel, &room);
+    if (!tail_applies(plan, head))
+        return HUGE_VAL;
+    const int64_t tail = tail_columns(&plan->problem, head);
+    const ctbc_forward_plan head_plan = columns_of(plan, plan->problem.c_out - tail), tail_plan = columns_of(plan, tail);
+    return (head == kernel ? 1.0 : NARROW_FACTOR) * gemm_cost(&head_plan, head) + dot_cost(&tail_plan, kernel);
+}
+
+static int64_t gemm_tail_items(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
+{
+    ctbc_kernel room;
+    const ctbc_kernel *head = head_kernel(kernel, &room);
+    if (!tail_applies(plan, head))
+        return 1;
+    const ctbc_forward_plan head_plan = columns_of(plan, plan->problem.c_out - tail_columns(&plan->problem, head));
+    return gemm_items(&head_plan, head);
+}
+
+static size_t dtype_bytes(ctbc_dtype dtype) { return dtype == CTBC_F32 ? sizeof(float) : sizeof(uint16_t); }
+
+static void gemm_tail_run(const forward_run *run, float *scratch)
+{
+    const ctbc_forward_problem *p = run->p;
+    ctbc_kernel room;
+    const ctbc_kernel *head = head_kernel(run->kernel, &room);
+    const int64_t tail = tail_columns(p, head), first = p->c_out - tail;
+    const ctbc_forward_plan head_plan = columns_of(run->plan, first), tail_plan = columns_of(run->plan, tail);
+    forward_run part = *run;
+    part.plan = &head_plan, part.p = &head_plan.problem, part.kernel = head;
+    gemm_run(&part, scratch); /* (its tiles end in a barrier: the dots may take the scratch) */
+    part.plan = &tail_plan, part.p = &tail_plan.problem, part.kernel = run->kernel;
+    part.weight = (const char *)run->weight + (size_t)(first * p->weight.stride[2]) * dtype_bytes(p->weight.dtype);
+    part.out = (char *)run->out + (size_t)(first * p->out.stride[2]) * dtype_bytes(p->out.dtype);
+    part.bias_rounded = run->bias_rounded + first, part.padding_term = run->padding_term + first;
+    dot_run(&part, scratch);
+}
+
 /* ---- forward_reference ---------------------------------------------------- */
 
 static size_t reference_scratch(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
@@ -1388,6 +1485,7 @@ static const forward_implementation IMPLEMENTATIONS[] = {
     {"forward_gemm_positions", positions_scratch, positions_cost, positions_items, positions_run},
     {"forward_dot", dot_scratch, dot_cost, dot_items, dot_run},
     {"forward_dot_bf16", dot_bf16_scratch, dot_bf16_cost, dot_items, dot_bf16_run},
+    {"forward_gemm_tail", gemm_tail_scratch, gemm_tail_cost, gemm_tail_items, gemm_tail_run},
     {"forward_reference", reference_scratch, reference_cost, reference_items, reference_run},
 };
 enum { IMPLEMENTATION_COUNT = sizeof IMPLEMENTATIONS / sizeof *IMPLEMENTATIONS };
@@ -1422,11 +1520,13 @@ void ctbc_forward_plan_init(ctbc_forward_plan *plan, const ctbc_forward_problem 
     plan->chunk = context.kc;
     plan->panel_group = context.nc_tiles;
     plan->unpacked_reuse_tiles = context.unpacked_reuse_tiles;
-    plan->threads = omp_get_max_threads() > 1 ? omp_get_max_threads() : 1;
-    plan->parallel = true; /* (for the work items while choosing) */
     /* The cheapest per thread (its cost over what the threads its work
      * items keep busy add up to: one block of rows leaves the others
-     * idle), or the forced one where it applies. */
+     * idle), or the forced one where it applies; reckoned for a team of
+     * CHOICE_TEAM whatever the real one, since two implementations sum in
+     * different orders and the bits must not depend on the thread count. */
+    plan->threads = CHOICE_TEAM;
+    plan->parallel = true; /* (for the work items while choosing) */
     const int forced = ctbc_forward_forced();
     double best = HUGE_VAL, best_per_thread = HUGE_VAL;
     int64_t best_items = 1;
@@ -1447,6 +1547,7 @@ void ctbc_forward_plan_init(ctbc_forward_plan *plan, const ctbc_forward_problem 
      * thread, its copies included: split between two, they left the item
      * reading the other core's writes (a Zen 4, forward_gemm_bf16_narrow on
      * T8 B32 Ci1472 K5 Co15: 0.22 ms on one thread, 0.44 on two). */
+    plan->threads = omp_get_max_threads() > 1 ? omp_get_max_threads() : 1;
     const double products = (double)problem->t_out * (double)problem->b * (double)problem->c_in *
                             (double)problem->c_out * (double)problem->k;
     plan->parallel = best_items > 1 && (best < DBL_MAX ? best : products) >= context.team_min_work;
