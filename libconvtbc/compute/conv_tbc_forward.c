@@ -1349,65 +1349,56 @@ static void dot_bf16_run(const forward_run *run, float *scratch)
  * K7 Co17 0.316 against 0.290. */
 enum { TAIL_MAX_COLUMNS = 4 };
 
-static const ctbc_kernel *head_kernel(const ctbc_kernel *kernel, ctbc_kernel *room)
-{
-    return narrow_view(kernel, room) ? room : kernel;
-}
+/* The two parts: the GEMM on output channels [0, first) with the head
+ * tile (the narrow view where the kernel has one), the dot products on
+ * [first, c_out); each plan is the whole one on its channels alone (the
+ * problem's strides stay: the run's pointers move). */
+typedef struct {
+    ctbc_kernel narrow;
+    const ctbc_kernel *head; /* &narrow, or the kernel itself */
+    int64_t first;
+    ctbc_forward_plan head_plan, tail_plan;
+} tail_parts;
 
-static int64_t tail_columns(const ctbc_forward_problem *p, const ctbc_kernel *head)
+/* false where it does not apply: no 1 to TAIL_MAX_COLUMNS channels past
+ * a multiple of the head tile's width, or a self other than float32 read
+ * as it is (other dtypes would be widened by both parts: float16 T17 B7
+ * Ci480 K17 Co17 took 0.145 ms against forward_gemm_narrow's 0.085). */
+static bool tail_parts_of(const ctbc_forward_plan *plan, const ctbc_kernel *kernel, tail_parts *parts)
 {
-    return p->c_out > head->nr ? p->c_out % head->nr : 0;
-}
-
-/* plan on output channels [0, columns) or [c_out - columns, c_out) alone
- * (the problem's strides stay: the run's pointers move) */
-static ctbc_forward_plan columns_of(const ctbc_forward_plan *plan, int64_t columns)
-{
-    ctbc_forward_plan part = *plan;
-    part.problem.c_out = columns;
-    return part;
-}
-
-/* float32 self read as it is: other dtypes are widened by both parts,
- * twice (float16 T17 B7 Ci480 K17 Co17: 0.145 ms against forward_gemm_narrow's
- * 0.085). */
-static bool tail_applies(const ctbc_forward_plan *plan, const ctbc_kernel *head)
-{
-    const int64_t tail = tail_columns(&plan->problem, head);
-    return tail >= 1 && tail <= TAIL_MAX_COLUMNS && unrounded_float32(&plan->problem, plan->problem.self.dtype);
+    const ctbc_forward_problem *p = &plan->problem;
+    parts->head = narrow_view(kernel, &parts->narrow) ? &parts->narrow : kernel;
+    const int64_t tail = p->c_out > parts->head->nr ? p->c_out % parts->head->nr : 0;
+    if (tail < 1 || tail > TAIL_MAX_COLUMNS || !unrounded_float32(p, p->self.dtype))
+        return false;
+    parts->first = p->c_out - tail;
+    parts->head_plan = *plan, parts->tail_plan = *plan;
+    parts->head_plan.problem.c_out = parts->first, parts->tail_plan.problem.c_out = tail;
+    return true;
 }
 
 static size_t gemm_tail_scratch(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
 {
-    ctbc_kernel room;
-    const ctbc_kernel *head = head_kernel(kernel, &room);
-    if (!tail_applies(plan, head))
+    tail_parts parts;
+    if (!tail_parts_of(plan, kernel, &parts))
         return SIZE_MAX;
-    const int64_t tail = tail_columns(&plan->problem, head);
-    const ctbc_forward_plan head_plan = columns_of(plan, plan->problem.c_out - tail), tail_plan = columns_of(plan, tail);
-    const size_t gemm = gemm_scratch(&head_plan, head), dot = dot_scratch(&tail_plan, kernel);
+    const size_t gemm = gemm_scratch(&parts.head_plan, parts.head), dot = dot_scratch(&parts.tail_plan, kernel);
     return gemm > dot ? gemm : dot; /* (one after the other) */
 }
 
 static double gemm_tail_cost(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
 {
-    ctbc_kernel room;
-    const ctbc_kernel *head = head_kernel(kernel, &room);
-    if (!tail_applies(plan, head))
+    tail_parts parts;
+    if (!tail_parts_of(plan, kernel, &parts))
         return HUGE_VAL;
-    const int64_t tail = tail_columns(&plan->problem, head);
-    const ctbc_forward_plan head_plan = columns_of(plan, plan->problem.c_out - tail), tail_plan = columns_of(plan, tail);
-    return (head == kernel ? 1.0 : NARROW_FACTOR) * gemm_cost(&head_plan, head) + dot_cost(&tail_plan, kernel);
+    return (parts.head == kernel ? 1.0 : NARROW_FACTOR) * gemm_cost(&parts.head_plan, parts.head) +
+           dot_cost(&parts.tail_plan, kernel);
 }
 
 static int64_t gemm_tail_items(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
 {
-    ctbc_kernel room;
-    const ctbc_kernel *head = head_kernel(kernel, &room);
-    if (!tail_applies(plan, head))
-        return 1;
-    const ctbc_forward_plan head_plan = columns_of(plan, plan->problem.c_out - tail_columns(&plan->problem, head));
-    return gemm_items(&head_plan, head);
+    tail_parts parts;
+    return tail_parts_of(plan, kernel, &parts) ? gemm_items(&parts.head_plan, parts.head) : 1;
 }
 
 static size_t dtype_bytes(ctbc_dtype dtype) { return dtype == CTBC_F32 ? sizeof(float) : sizeof(uint16_t); }
@@ -1415,14 +1406,13 @@ static size_t dtype_bytes(ctbc_dtype dtype) { return dtype == CTBC_F32 ? sizeof(
 static void gemm_tail_run(const forward_run *run, float *scratch)
 {
     const ctbc_forward_problem *p = run->p;
-    ctbc_kernel room;
-    const ctbc_kernel *head = head_kernel(run->kernel, &room);
-    const int64_t tail = tail_columns(p, head), first = p->c_out - tail;
-    const ctbc_forward_plan head_plan = columns_of(run->plan, first), tail_plan = columns_of(run->plan, tail);
+    tail_parts parts;
+    tail_parts_of(run->plan, run->kernel, &parts); /* (the plan checked it) */
     forward_run part = *run;
-    part.plan = &head_plan, part.p = &head_plan.problem, part.kernel = head;
+    part.plan = &parts.head_plan, part.p = &parts.head_plan.problem, part.kernel = parts.head;
     gemm_run(&part, scratch); /* (its tiles end in a barrier: the dots may take the scratch) */
-    part.plan = &tail_plan, part.p = &tail_plan.problem, part.kernel = run->kernel;
+    const int64_t first = parts.first;
+    part.plan = &parts.tail_plan, part.p = &parts.tail_plan.problem, part.kernel = run->kernel;
     part.weight = (const char *)run->weight + (size_t)(first * p->weight.stride[2]) * dtype_bytes(p->weight.dtype);
     part.out = (char *)run->out + (size_t)(first * p->out.stride[2]) * dtype_bytes(p->out.dtype);
     part.bias_rounded = run->bias_rounded + first, part.padding_term = run->padding_term + first;
