@@ -382,13 +382,26 @@ static int64_t gemm_rows(const ctbc_forward_problem *p)
  * the one before it), and either exactly nr of them (the panel is then
  * packed already) or few row tiles reading each panel (the kernel
  * context's unpacked_reuse_tiles). */
-static bool gemm_weight_in_place(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
+static bool weight_in_place_with(const ctbc_forward_plan *plan, const ctbc_kernel *kernel, float_weight read)
 {
     const ctbc_forward_problem *p = &plan->problem;
-    const float_weight read = weight_layout(p, NULL, NULL); /* (only its strides) */
     return (read.column == 1 || p->c_out == 1) && p->c_out >= kernel->nr &&
            ((p->c_out == kernel->nr && read.channel == kernel->nr) ||
             gemm_rows(p) <= plan->unpacked_reuse_tiles * kernel->mr);
+}
+
+static bool gemm_weight_in_place(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
+{
+    return weight_in_place_with(plan, kernel, weight_layout(&plan->problem, NULL, NULL)); /* (only its strides) */
+}
+
+/* What the costs and the work items count on, for the reason
+ * self_in_place_if_contiguous gives: the weight's floats [tap][channel]
+ * [column] without gaps. */
+static bool gemm_weight_in_place_if_contiguous(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
+{
+    const float_weight contiguous = {.column = 1, .channel = plan->problem.c_out};
+    return weight_in_place_with(plan, kernel, contiguous);
 }
 
 /* How forward_gemm shares out its tiles: blocks of block_tiles row tiles
@@ -447,7 +460,7 @@ static gemm_blocking gemm_blocking_of(const ctbc_forward_plan *plan, const ctbc_
 
 static int64_t gemm_items(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)
 {
-    const gemm_blocking g = gemm_blocking_of(plan, kernel, !gemm_weight_in_place(plan, kernel));
+    const gemm_blocking g = gemm_blocking_of(plan, kernel, !gemm_weight_in_place_if_contiguous(plan, kernel));
     return g.row_blocks * g.groups;
 }
 
@@ -711,7 +724,7 @@ static double gemm_cost(const ctbc_forward_plan *plan, const ctbc_kernel *kernel
     const double panels = (double)round_up(p->c_out, kernel->nr) * (double)p->k * (double)p->c_in;
     return (double)round_up(rows, kernel->mr) * panels +
            (self_in_place_if_contiguous(p) && zero_steps(p) == 0 ? 0.0 : copy_cost(p, p->t + 2 * zero_steps(p))) +
-           (gemm_weight_in_place(plan, kernel) ? 0.0 : COPY_FACTOR * panels);
+           (gemm_weight_in_place_if_contiguous(plan, kernel) ? 0.0 : COPY_FACTOR * panels);
 }
 
 /* ---- forward_gemm_narrow ------------------------------------------------- */
