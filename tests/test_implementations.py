@@ -22,14 +22,23 @@ from reference import BF16, F16, F32, assert_close, conv_tbc_backward_ref
 from test_nan_inf import check_special
 from test_numerics import make_view
 
-GRAD_INPUT = ["gi_merged_in_place", "gi_merged", "gi_in_place", "gi_window", "gi_reference"]
-GRAD_WEIGHT = ["gw_pairs", "gw_c_on_m", "gw_gemv", "gw_o_on_m", "gw_reference"]
-# forced together, one of each gradient per run
+# VDPBF16PS implementations run where the CPU has it (elsewhere the kernel
+# is checked through SIMDe in test_ukernel_contract.py, and forcing them
+# falls back to the plan's own choice).
+HAS_VDPBF16PS = runtime_info()["compute"]["kernel"] == "avx512_bf16"
+
+GRAD_INPUT = ["gi_merged_in_place", "gi_merged", "gi_in_place", "gi_window", "gi_c_on_m", "gi_c_on_m_bf16",
+              "gi_reference"]
+GRAD_WEIGHT = ["gw_pairs", "gw_c_on_m", "gw_gemv", "gw_o_on_m", "gw_c_on_m", "gw_o_on_m", "gw_reference"]
+# forced together, one of each gradient per run (the grad_weight ones more
+# than once, so that both lists are walked in one pass)
 FORCED = [f"{gi},{gw}" for gi, gw in zip(GRAD_INPUT, GRAD_WEIGHT)]
 
 # T, B, C_in, K, C_out, pad: padding and partial taps, K > T, c_out 1 (the
 # GEMV), a batch of 8+ with few channels (pairs), c_in past one 256-wide
-# block, enough work for a parallel run, and the smallest problem.
+# block, enough work for a parallel run, the smallest problem, and few input
+# channels over many (t, b) rows (several gi_c_on_m tiles, taps that reach
+# only some rows of a 32-row strip).
 PROBLEMS = [
     (7, 3, 5, 3, 4, 2),
     (3, 2, 9, 6, 5, 4),
@@ -38,6 +47,7 @@ PROBLEMS = [
     (5, 17, 70, 2, 33, 0),
     (24, 8, 300, 3, 20, 1),
     (1, 1, 1, 1, 1, 0),
+    (40, 9, 6, 5, 20, 3),
 ]
 DTYPES = {"float32": F32, "float16": F16, "bfloat16": BF16}
 
@@ -47,6 +57,8 @@ def applies(name, problem, dtype):
     c_out = problem[4]
     if name.endswith("in_place"):
         return dtype == "float32"  # grad_input float32 with evenly spaced rows
+    if name == "gi_c_on_m_bf16":
+        return dtype == "bfloat16" and HAS_VDPBF16PS
     if name == "gw_gemv":
         return c_out == 1
     if name == "gw_pairs":
@@ -130,7 +142,7 @@ from convtbc_py.plan import force_implementations
 for f in FORCED:
     force_implementations(f.split(","))
     for i, problem in enumerate(PROBLEMS):
-        for dtype in ("float32", "float16"):
+        for dtype in ("float32", "float16", "bfloat16"):
             ops = operands(np.random.default_rng(i), problem, DTYPES[dtype])
             for j, a in enumerate(convtbc_py.conv_tbc_backward(*ops, problem[5])):
                 out[f"{f}_{i}_{dtype}_{j}"] = np.ascontiguousarray(a).view(np.uint8)
@@ -146,7 +158,7 @@ def test_forced_thread_counts_bit_identical(tmp_path):
                    env_extra={"OMP_NUM_THREADS": str(threads)}, timeout=300)
         with np.load(path) as z:
             results[threads] = {k: z[k].copy() for k in z.files}
-    assert len(results[1]) == len(FORCED) * len(PROBLEMS) * 2 * 3
+    assert len(results[1]) == len(FORCED) * len(PROBLEMS) * 3 * 3
     for threads in (2, 3):
         for key, value in results[1].items():
             assert results[threads][key].tobytes() == value.tobytes(), (key, threads)
@@ -165,6 +177,15 @@ def test_unforced_choices_differ_by_shape():
         "gradInput": "gi_in_place", "gradWeight": pairs, "gradBias": "gb_rows"}
     assert plan_implementations(64, 1, 100, 5, 1, 2, "float32")["gradWeight"] == "gw_gemv"
     assert plan_implementations(30, 40, 300, 3, 300, 1, "bfloat16")["gradInput"] != "gi_in_place"
+    # Three input channels over many rows and a long reduction (taps x
+    # c_out): channels on the micro-tile rows, for both gradients.
+    narrow = plan_implementations(125, 1010, 3, 20, 86, 15, "float32")
+    assert (narrow["gradInput"], narrow["gradWeight"]) == ("gi_c_on_m", "gw_c_on_m")
+    # bfloat16 operands go through VDPBF16PS where the CPU has it. (Six
+    # channels fill 6 of the portable kernel's 8 columns: they stay there.)
+    portable = runtime_info()["compute"]["kernel"] == "portable"
+    expected = "gi_c_on_m_bf16" if HAS_VDPBF16PS else "gi_window" if portable else "gi_c_on_m"
+    assert plan_implementations(124, 93, 6, 128, 932, 26, "bfloat16")["gradInput"] == expected
 
 
 def test_unknown_force_name_is_refused():

@@ -114,6 +114,28 @@ void ctbc_plan_gi_window(const ctbc_problem *p, const ctbc_context *ctx, ctbc_bl
     bl->gi_chunk = (int32_t)ctbc_min(gi_rows, windows * bl->gi_bm);
 }
 
+/* grad_input with channels on the mr side (grad_input_c_on_m.c): a tile is
+ * gi_bn channels by gi_chunk (t, b) rows, reducing over gi_kg taps by gi_ko
+ * output channels per packed window, which keeps to the window budget. */
+void ctbc_plan_gi_c_on_m(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
+{
+    const int64_t mr = ctx->kernel->mr, nr = ctx->kernel->nr;
+    const int64_t c_out = ctbc_max(p->c_out, 1), c_in = ctbc_max(p->c_in, 1);
+    const int64_t rows = ctbc_max(p->t * p->b, 1);
+    bl->gi_bn = (int32_t)ctbc_min(ctbc_round_up(c_in, mr), ctx->mc_tiles * mr);
+    bl->gi_ko = (int32_t)ctbc_min(c_out, 256);
+    /* rows per tile: the window's width, and at least four tiles where the
+     * rows allow (fixed by the problem, never by the thread count) */
+    const int64_t window_rows = ctbc_max(nr, WINDOW_FLOATS(ctx) / bl->gi_ko / nr * nr);
+    const int64_t quarter = ctbc_round_up(ctbc_ceil_div(rows, 4), nr);
+    bl->gi_chunk = (int32_t)ctbc_clamp(quarter, nr, ctbc_min(window_rows, ctx->nc_tiles * nr));
+    bl->gi_bm = bl->gi_chunk;
+    int64_t kg = ctbc_clamp(GI_REDUCTION / bl->gi_ko, 1, ctbc_max(p->k, 1));
+    kg = ctbc_min(kg, taps_within(p->k, bl->gi_chunk, p->b, WINDOW_FLOATS(ctx) / bl->gi_ko));
+    kg = ctbc_clamp(kg, 1, ctbc_max(1, WEIGHT_FLOATS(ctx) / ((int64_t)bl->gi_bn * bl->gi_ko)));
+    bl->gi_kg = (int32_t)kg;
+}
+
 /* The relative cost of grad_weight with (tap, channel) pairs: a micro-tile
  * fills as the pairs do, but gathering a grad_output column per pair costs
  * about GW_TAPS_GAIN; measured not to pay below the gates. Exported for the
@@ -129,7 +151,7 @@ double ctbc_cost_gw_pairs(const ctbc_problem *p, const ctbc_context *ctx)
     const int gates = p->c_out == 1 || (t_out >= GW_TAPS_MIN_T_OUT && p->c_in >= GW_TAPS_MIN_C_IN);
     if (!(p->c_out >= 1 && p->k >= 2 && mr >= 2 && p->b >= CTBC_GW_TAPS_MIN_B && gates))
         return INFINITY;
-    return GW_TAPS_GAIN / ctbc_fill(p->k * p->c_out, mr);
+    return GW_TAPS_GAIN / (ctbc_fill(p->k * p->c_out, mr) * ctbc_fill(ctbc_max(p->c_in, 1), ctx->kernel->nr));
 }
 
 static void choose_parallel(const ctbc_problem *p, ctbc_blocking *bl)
@@ -207,6 +229,14 @@ void ctbc_scratch_gi_window(const ctbc_problem *p, const ctbc_blocking *bl, ctbc
     const int64_t gi_a = ws_mul(ws_add(bl->gi_bm, ws_mul(bl->gi_kg - 1, p->b)), bl->gi_ko);
     const int64_t gi_b = ws_mul((int64_t)bl->gi_bn * bl->gi_kg, bl->gi_ko);
     need_at_least(need, gi_c, gi_a, gi_b);
+}
+
+void ctbc_scratch_gi_c_on_m(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need)
+{
+    /* the accumulator [channel][row] and its transpose [row][channel] */
+    const int64_t gi_c = ws_mul(2 * (int64_t)bl->gi_bn, bl->gi_chunk);
+    const int64_t window = ctbc_round_up(ws_add(bl->gi_chunk, ws_mul(bl->gi_kg - 1, p->b)), 16);
+    need_at_least(need, gi_c, ws_mul(window, bl->gi_ko), ws_mul((int64_t)bl->gi_bn * bl->gi_kg, bl->gi_ko));
 }
 
 void ctbc_ws_layout_of(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *ws)

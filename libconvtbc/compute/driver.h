@@ -63,7 +63,8 @@ typedef struct {
     int32_t gi_bm;      /* (t, b) rows per packed window (multiple of mr) */
     int32_t gi_chunk;   /* (t, b) rows per tile (multiple of gi_bm): the
                            weight panel is packed once per tile */
-    int32_t gi_bn;      /* c_in per block (multiple of nr) */
+    int32_t gi_bn;      /* c_in per block (multiple of nr; of mr for gi_c_on_m,
+                           whose tiles are gi_bn channels by gi_chunk rows) */
     int32_t gi_ko;      /* c_out per reduction block */
     int32_t gi_kg;      /* taps per reduction block */
     int32_t gb_chunk;   /* c_out per grad_bias work item */
@@ -139,7 +140,7 @@ int ctbc_impl_choose(ctbc_gradient gradient, const ctbc_problem *problem, const 
 extern const ctbc_impl ctbc_impl_gw_pairs, ctbc_impl_gw_c_on_m, ctbc_impl_gw_gemv, ctbc_impl_gw_o_on_m,
     ctbc_impl_gw_reference;
 extern const ctbc_impl ctbc_impl_gi_merged_in_place, ctbc_impl_gi_merged, ctbc_impl_gi_in_place,
-    ctbc_impl_gi_window, ctbc_impl_gi_reference;
+    ctbc_impl_gi_window, ctbc_impl_gi_c_on_m, ctbc_impl_gi_c_on_m_bf16, ctbc_impl_gi_reference;
 extern const ctbc_impl ctbc_impl_gb_rows;
 
 /* Plans and scratch shared by implementations (blocking.c). */
@@ -149,6 +150,8 @@ void ctbc_plan_gi_window(const ctbc_problem *p, const ctbc_context *ctx, ctbc_bl
 void ctbc_scratch_gw_gemm(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
 void ctbc_scratch_gw_pairs(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
 void ctbc_scratch_gi_window(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
+void ctbc_plan_gi_c_on_m(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl);
+void ctbc_scratch_gi_c_on_m(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
 void ctbc_scratch_none(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
 int ctbc_applies_always(const ctbc_problem *p, const ctbc_context *ctx);
 /* 1: grad_input is float32 with unit column stride and evenly spaced rows */
@@ -160,6 +163,10 @@ double ctbc_fill(int64_t n, int64_t size);
  * the rows whose row_ok flag is set to c. */
 void ctbc_edge_rows(const ctbc_kernel *kern, const ctbc_ukr_args *args, const float *a,
                     const float *b, float *c, int64_t ldc, const unsigned char *row_ok);
+
+/* 1: no Inf or NaN among x[0..n) (a weight panel whose zero-padded taps
+ * may then be multiplied: 0 * w adds an exact zero). */
+int ctbc_all_finite(const float *x, int64_t n);
 
 static inline int64_t ctbc_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static inline int64_t ctbc_round_up(int64_t a, int64_t b) { return ctbc_ceil_div(a, b) * b; }

@@ -45,34 +45,6 @@ static int64_t gi_tiles(const ctbc_run *run)
     return s.tiles_m * s.tiles_n;
 }
 
-/* No Inf or NaN among x[0..n): an all-ones exponent carries into the sign
- * bit when 2^23 is added to it. Two vectors of four lanes (the width
- * every target's base ISA holds in registers), no early exit. */
-typedef uint32_t lanes4 __attribute__((vector_size(16)));
-
-static int panel_finite(const float *x, int64_t n)
-{
-    lanes4 acc0 = {0}, acc1 = {0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        lanes4 u0, u1;
-        memcpy(&u0, x + i, sizeof u0);
-        memcpy(&u1, x + i + 4, sizeof u1);
-        acc0 |= (u0 & 0x7f800000u) + 0x00800000u;
-        acc1 |= (u1 & 0x7f800000u) + 0x00800000u;
-    }
-    acc0 |= acc1;
-    uint32_t all = 0;
-    for (; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, x + i, sizeof u);
-        all |= (u & 0x7f800000u) + 0x00800000u;
-    }
-    for (int l = 0; l < 4; l++)
-        all |= acc0[l];
-    return !(all & 0x80000000u);
-}
-
 /* What one (tap group, c_out block) step of a tile works on. */
 typedef struct {
     int64_t k0, k1, o0, no;
@@ -341,7 +313,7 @@ static void window_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *s
             const int64_t no = ctbc_min(bl->gi_ko, p->c_out - o0);
             ctbc_pack_weight(scratch->bbuf, (int)nr, &run->weight, k0, k1 - k0, o0, no, c0, nb);
             const int64_t panel = strips_n * (k1 - k0) * no * nr;
-            int finite = merge && panel_finite(scratch->bbuf, panel);
+            int finite = merge && ctbc_all_finite(scratch->bbuf, panel);
             const reduction_block rb = {k0, k1, o0, no, scratch->bbuf, finite, merge};
             for (int64_t w0 = 0; w0 < mb; w0 += bl->gi_bm) {
                 const int64_t wb = ctbc_min(bl->gi_bm, mb - w0);
@@ -369,18 +341,16 @@ static int applies_in_place(const ctbc_problem *p, const ctbc_context *ctx)
 /* Merging costs a finiteness check of every weight panel and multiplies
  * the zero rows of partial taps; measured to pay below GI_MERGE_MACS
  * multiply-adds, and only where partial taps exist (k > 1 or padding). */
-static double cost_merged(const ctbc_problem *p, const ctbc_context *ctx)
-{
-    (void)ctx;
-    const double macs = (double)p->t * (double)p->b * (double)p->c_in * (double)p->k * (double)p->c_out;
-    return (p->k > 1 || p->pad > 0) && macs < GI_MERGE_MACS ? 1.0 : INFINITY;
-}
-
 static double cost_window(const ctbc_problem *p, const ctbc_context *ctx)
 {
-    (void)p;
-    (void)ctx;
-    return 1.0;
+    /* channels fill the nr-wide side of each micro-tile */
+    return 1.0 / ctbc_fill(ctbc_max(p->c_in, 1), ctx->kernel->nr);
+}
+
+static double cost_merged(const ctbc_problem *p, const ctbc_context *ctx)
+{
+    const double macs = (double)p->t * (double)p->b * (double)p->c_in * (double)p->k * (double)p->c_out;
+    return (p->k > 1 || p->pad > 0) && macs < GI_MERGE_MACS ? cost_window(p, ctx) : INFINITY;
 }
 
 static void plan_with(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl, int merge,

@@ -442,16 +442,16 @@ static void gemm_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
 }
 
 /* The implementations (see driver.h). Cost: the time per multiply-add goes
- * as 1 / (share of the micro-tile's side the problem fills). */
+ * as 1 / (share of the micro-tile the problem fills, both sides). */
 
 static double cost_c_on_m(const ctbc_problem *p, const ctbc_context *ctx)
 {
-    return 1.0 / ctbc_fill(ctbc_max(p->c_out, 1), ctx->kernel->nr);
+    return 1.0 / (ctbc_fill(ctbc_max(p->c_in, 1), ctx->kernel->mr) * ctbc_fill(ctbc_max(p->c_out, 1), ctx->kernel->nr));
 }
 
 static double cost_o_on_m(const ctbc_problem *p, const ctbc_context *ctx)
 {
-    return 1.0 / ctbc_fill(ctbc_max(p->c_out, 1), ctx->kernel->mr);
+    return 1.0 / (ctbc_fill(ctbc_max(p->c_out, 1), ctx->kernel->mr) * ctbc_fill(ctbc_max(p->c_in, 1), ctx->kernel->nr));
 }
 
 static int applies_pairs(const ctbc_problem *p, const ctbc_context *ctx)

@@ -265,6 +265,113 @@ void ctbc_pack_rows(float *dst, int64_t ld, int64_t nrows, const ctbc_operand *o
         memset(dst + r * ld, 0, (size_t)ncols * sizeof(float));
 }
 
+/* Rows and columns of one step of the transposed packing: a block small
+ * enough for the stack, its rows a whole number of 16 x 16 transposes. */
+#define TRANSPOSE_ROWS 16
+#define TRANSPOSE_COLS 256
+
+void ctbc_pack_rows_transposed(float *dst, int64_t ld, int64_t nrows, const ctbc_operand *op,
+                               int64_t b_size, int64_t row_first, int64_t row_lo, int64_t row_hi,
+                               int64_t col0, int64_t ncols)
+{
+    float block[TRANSPOSE_ROWS * TRANSPOSE_COLS];
+    for (int64_t j0 = 0; j0 < ncols; j0 += TRANSPOSE_COLS) {
+        const int64_t nj = ncols - j0 < TRANSPOSE_COLS ? ncols - j0 : TRANSPOSE_COLS;
+        for (int64_t r0 = 0; r0 < nrows; r0 += TRANSPOSE_ROWS) {
+            const int64_t nr = nrows - r0 < TRANSPOSE_ROWS ? nrows - r0 : TRANSPOSE_ROWS;
+            ctbc_pack_rows(block, nj, nr, op, b_size, row_first + r0, row_lo, row_hi, col0 + j0, nj);
+            float *d = dst + j0 * ld + r0;
+            if (op->transpose) {
+                op->transpose(d, ld, block, nj, nr, nj);
+                continue;
+            }
+            for (int64_t r = 0; r < nr; r++)
+                for (int64_t j = 0; j < nj; j++)
+                    d[j * ld + r] = block[r * nj + j];
+        }
+    }
+}
+
+/* Element i of a bfloat16 operand's run from offset, as its raw bits;
+ * 0 past n (the missing half of a last pair). */
+static inline uint32_t bf16_bits(const uint16_t *data, int64_t offset, int64_t stride, int64_t i, int64_t n)
+{
+    return i < n ? data[offset + i * stride] : 0;
+}
+
+void ctbc_pack_rows_transposed_bf16(uint32_t *dst, int64_t ld, int64_t nrows, const ctbc_operand *op,
+                                    int64_t b_size, int64_t row_first, int64_t row_lo, int64_t row_hi,
+                                    int64_t col0, int64_t ncols)
+{
+    /* rows of pairs as they lie (a copy when the columns are contiguous),
+     * then the float32 transpose, which moves 4-byte values bit for bit */
+    const uint16_t *data = op->data;
+    uint32_t block[TRANSPOSE_ROWS * TRANSPOSE_COLS];
+    const int64_t pairs = (ncols + 1) / 2;
+    for (int64_t q0 = 0; q0 < pairs; q0 += TRANSPOSE_COLS) {
+        const int64_t nq = pairs - q0 < TRANSPOSE_COLS ? pairs - q0 : TRANSPOSE_COLS;
+        const int64_t first = col0 + 2 * q0, count = ncols - 2 * q0 < 2 * nq ? ncols - 2 * q0 : 2 * nq;
+        for (int64_t r0 = 0; r0 < nrows; r0 += TRANSPOSE_ROWS) {
+            const int64_t n = nrows - r0 < TRANSPOSE_ROWS ? nrows - r0 : TRANSPOSE_ROWS;
+            for (int64_t r = 0; r < n; r++) {
+                uint32_t *row = block + r * nq;
+                const int64_t g = row_first + r0 + r;
+                row[nq - 1] = 0; /* the missing half of an odd count */
+                if (g < row_lo || g >= row_hi) {
+                    memset(row, 0, (size_t)nq * sizeof *row);
+                    continue;
+                }
+                const uint16_t *src = data + (g / b_size) * op->s0 + (g % b_size) * op->s1 + first * op->s2;
+                if (op->s2 == 1) {
+                    memcpy(row, src, (size_t)count * sizeof *src);
+                    continue;
+                }
+                uint16_t *halves = (uint16_t *)(void *)row;
+                for (int64_t j = 0; j < count; j++)
+                    halves[j] = src[j * op->s2];
+            }
+            float *d = (float *)(void *)(dst + q0 * ld + r0);
+            const float *b = (const float *)(const void *)block;
+            if (op->transpose) {
+                op->transpose(d, ld, b, nq, n, nq);
+                continue;
+            }
+            for (int64_t r = 0; r < n; r++)
+                for (int64_t q = 0; q < nq; q++)
+                    memcpy(d + q * ld + r, b + r * nq + q, sizeof(float));
+        }
+    }
+}
+
+void ctbc_pack_weight_bf16(uint32_t *dst, int width, const ctbc_operand *weight, int64_t k0, int64_t nk,
+                           int64_t o0, int64_t no, int64_t c0, int64_t nc)
+{
+    /* channel by channel: a channel's output channels lie along o, and with
+     * a unit o stride its pairs are read as they lie */
+    const uint16_t *data = weight->data;
+    const int64_t pairs = (no + 1) / 2, strips = (nc + width - 1) / width;
+    for (int64_t s = 0; s < strips; s++)
+        for (int64_t kk = 0; kk < nk; kk++) {
+            uint32_t *d = dst + (s * nk + kk) * pairs * width;
+            for (int64_t i = 0; i < width; i++) {
+                const int64_t c = s * width + i;
+                if (c >= nc) {
+                    for (int64_t q = 0; q < pairs; q++)
+                        d[q * width + i] = 0;
+                    continue;
+                }
+                const uint16_t *src = data + (k0 + kk) * weight->s0 + (c0 + c) * weight->s1 + o0 * weight->s2;
+                int64_t q = 0;
+                if (weight->s2 == 1)
+                    for (; q < no / 2; q++)
+                        memcpy(d + q * width + i, src + 2 * q, sizeof(uint32_t));
+                for (; q < pairs; q++)
+                    d[q * width + i] = bf16_bits(src, 0, weight->s2, 2 * q, no) |
+                                       bf16_bits(src, 0, weight->s2, 2 * q + 1, no) << 16;
+            }
+        }
+}
+
 /* Weight panel, read along c (unit c stride, or no unit stride at all). */
 ALWAYS_INLINE void pack_weight_by_c(float *dst, int64_t nr, const ctbc_operand *w, int64_t k0,
                                     int64_t nk, int64_t o0, int64_t no, int64_t c0, int64_t nc,

@@ -89,11 +89,37 @@ void ctbc_pack_rows(float *dst, int64_t ld, int64_t nrows, const ctbc_operand *o
                     int64_t col0, int64_t ncols);
 
 /*
+ * The same rows, transposed: dst[j*ld + r] = operand(row_first + r, col0 + j)
+ * for r < nrows, j < ncols, zero for rows outside [row_lo, row_hi). For
+ * kernels that take the rows as their nr-wide vector side.
+ */
+void ctbc_pack_rows_transposed(float *dst, int64_t ld, int64_t nrows, const ctbc_operand *op,
+                               int64_t b_size, int64_t row_first, int64_t row_lo, int64_t row_hi,
+                               int64_t col0, int64_t ncols);
+
+/*
+ * bfloat16 pairs (ctbc_ukr_bf16_fn) for a bfloat16 operand, read as it lies:
+ * ctbc_pack_rows_transposed over pairs of columns, dst[q*ld + r] holding
+ * columns col0 + 2q (low half) and col0 + 2q + 1 (high half) of row
+ * row_first + r, for q < ceil(ncols / 2); zero halves past ncols and rows
+ * outside [row_lo, row_hi).
+ */
+void ctbc_pack_rows_transposed_bf16(uint32_t *dst, int64_t ld, int64_t nrows, const ctbc_operand *op,
+                                    int64_t b_size, int64_t row_first, int64_t row_lo, int64_t row_hi,
+                                    int64_t col0, int64_t ncols);
+
+/*
  * Weight panel for grad_input: dst[s][kk][o][nr] = weight[k0+kk, c0+s*nr+j, o0+o]
  * for kk < nk, o < no, c strips of width nr over [c0, c0+nc), zero-padded.
  */
 void ctbc_pack_weight(float *dst, int nr, const ctbc_operand *weight, int64_t k0, int64_t nk,
                       int64_t o0, int64_t no, int64_t c0, int64_t nc);
+
+/* ctbc_pack_weight over bfloat16 pairs of output channels, for a bfloat16
+ * weight: dst[s][kk][q][width] holds channels o0 + 2q (low) and o0 + 2q + 1
+ * (high), for q < ceil(no / 2); zero past no and past nc. */
+void ctbc_pack_weight_bf16(uint32_t *dst, int width, const ctbc_operand *weight, int64_t k0, int64_t nk,
+                           int64_t o0, int64_t no, int64_t c0, int64_t nc);
 
 /*
  * Where a float32 result tile goes: an output view of dtype, whose tile row
