@@ -17,7 +17,10 @@ Medians of --reps runs; the spread is the min..max of our runs. It writes
 results.md, results.json and, with matplotlib, speedup.png to --out, and
 prints a summary with geometric means per dtype; with --random also the
 drawn shapes, shapes.tsv, which --shapes reads back. `run()` does the same
-for scripts.
+for scripts. The summary also times one call of ours on a mid-sized shape
+right after torch's and after numpy's sgemm (their threads still spinning)
+and after an idle pause (`stall_ms`): the waits a parallel region meets
+next to other libraries.
 
 The --random draw (`draw_shapes`): CANN's system tests take T and B in
 1..4096, C_in in 1..1600, K in 1..255, C_out in 1..4096, pad in 0..29. Each
@@ -378,6 +381,41 @@ def phase2_overhead_us(calls: int = PHASE2_CALLS, batches: int = PHASE2_BATCHES)
             lib.aclDestroyTensor(t)
 
 
+# The stall measurement: one call of ours on a mid-sized shape (a few
+# hundred microseconds on 2 threads), timed alone, at once after another
+# library's parallel call, and after an idle pause.
+STALL_SHAPE = Shape(t=9, b=32, c_in=832, k=3, c_out=32, pad=0, dtype="float32")
+STALL_CALLS = 15
+
+
+def stall_ms(calls: int = STALL_CALLS) -> Dict[str, float]:
+    """Median ms of one backward call on STALL_SHAPE: "hot" (right after one
+    of ours), "idle" (after a pause of SETTLE_SECONDS, every thread asleep),
+    "after torch" (right after torch's conv_tbc_backward on the same shape,
+    whose OpenMP threads are then spinning) and "after sgemm" (right after
+    numpy's sgemm of the same FLOPs, OpenBLAS's threads spinning)."""
+    rng = np.random.default_rng(1)
+    arrays = _inputs(STALL_SHAPE, rng)
+    ours = _ours_runner(STALL_SHAPE, arrays)
+    before: Dict[str, Optional[Callable[[], object]]] = {
+        "hot": ours, "idle": None, "after torch": _torch_runner(STALL_SHAPE, arrays),
+        "after sgemm": _sgemm_runner(STALL_SHAPE.flops, rng)}
+    out: Dict[str, float] = {}
+    for name, first in before.items():
+        if name == "after torch" and first is None:
+            continue
+        times = []
+        for _ in range(calls):
+            time.sleep(SETTLE_SECONDS)
+            if first is not None:
+                first()
+            start = time.perf_counter()
+            ours()
+            times.append(time.perf_counter() - start)
+        out[name] = statistics.median(times) * 1e3
+    return out
+
+
 def time_ours(shape: Shape, seed: int = 0) -> float:
     """Seconds per call of ours alone on `shape` (after the settling pause)."""
     arrays = _inputs(shape, np.random.default_rng(seed))
@@ -539,6 +577,9 @@ def main(argv: List[str]) -> int:
     phase2, phase2_lo, phase2_hi = phase2_overhead_us()
     summary.append(f"phase 2 on the smallest shared shape: {phase2:.1f} us a call "
                    f"(median of {PHASE2_BATCHES} batches of {PHASE2_CALLS} calls, {phase2_lo:.1f}..{phase2_hi:.1f})")
+    stall = stall_ms()
+    summary.append(f"next to other libraries, one call on {STALL_SHAPE.label()} (medians of {STALL_CALLS}): "
+                   + ", ".join(f"{name} {ms:.3f} ms" for name, ms in stall.items()))
     if args.scaling:
         scaling = thread_scaling(args.reps)
         one, two = (statistics.median(scaling[n]) for n in ("1", "2"))

@@ -29,6 +29,7 @@ def test_bench_writes_its_report(convtbc_cli, tmp_path):
     for label in ("T9 B16 Ci48 K6 Co8 p0 bfloat16", "T17 B16 Ci64 K9 Co16 p0 float32"):
         assert label in table
     assert "phase 2 on the smallest shared shape:" in table
+    assert "next to other libraries, one call on T9 B32 Ci832 K3 Co32 p0 float32" in table
     report = json.loads((out / "results.json").read_text())
     assert len(report["results"]) == 2
     for row in report["results"]:

@@ -156,12 +156,11 @@ double ctbc_cost_gw_pairs(const ctbc_problem *p, const ctbc_context *ctx)
 
 static void choose_parallel(const ctbc_problem *p, ctbc_blocking *bl)
 {
-    /* An OpenMP region costs a few microseconds: not worth it for tiny
-     * problems (flops counts both GEMMs). Nor is it below ~2e6 flops when
-     * another thread pool (numpy's OpenBLAS, torch) has just run: its
-     * spinning workers hold the other core and the region's closing
-     * barrier waits milliseconds for ours (measured: a 1.7e6-flop shape at
-     * 0.33 ms alone took 2 ms, worst 15 ms, right after an sgemm). */
+    /* Waking the team (team.c) costs a few microseconds, and a worker that
+     * wakes late finds no item left: below ~2e6 flops (both GEMMs) the
+     * calling thread alone is as fast. (With an OpenMP region, whose
+     * closing barrier waited for a worker however late, a 1.7e6-flop shape
+     * at 0.33 ms alone took 2 ms, worst 15 ms, right after an sgemm.) */
     const double flops = 4.0 * (double)p->t_out * (double)p->b * (double)p->c_in *
                          (double)p->c_out * (double)p->k;
     bl->parallel = flops >= 2e6;

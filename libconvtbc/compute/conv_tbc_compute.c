@@ -1,7 +1,7 @@
 /*
  * Entry points of the compute layer (see conv_tbc_compute.h): the plan
  * fixes kernels, blocking, threads and scratch; execute hands out the work
- * tiles of the three gradients to an OpenMP team.
+ * tiles of the three gradients to the work-item team (team.c).
  */
 #include "compute/conv_tbc_compute.h"
 
@@ -67,6 +67,21 @@ static void run_item(const ctbc_run *run, const work_items *items, int64_t item,
     items->impl[g]->run_tile(run, item - items->first[g], scratch);
 }
 
+/* What every thread of a run's team reads. */
+typedef struct {
+    const ctbc_run *run;
+    const work_items *items;
+    float *base;
+    const ctbc_ws_layout *layout;
+} item_context;
+
+static void run_item_of(void *context, int64_t item, int worker)
+{
+    const item_context *c = context;
+    const ctbc_scratch scratch = scratch_of(c->base, c->layout, worker);
+    run_item(c->run, c->items, item, &scratch);
+}
+
 void ctbc_execute(const ctbc_plan *plan, const ctbc_buffers *buffers, void *workspace)
 {
     const ctbc_problem *p = &plan->problem;
@@ -101,23 +116,6 @@ void ctbc_execute(const ctbc_plan *plan, const ctbc_buffers *buffers, void *work
         items.first[i + 1] = items.first[i] + items.impl[i]->tiles(&run);
     }
     const int64_t n_items = items.first[CTBC_GRADIENTS];
-    const int parallel = run.blocking.parallel && plan->threads > 1 && n_items > 1 && ctbc_may_start_team();
-
-    if (!parallel) {
-        /* not even an `if (0)` region: libgomp still sets up a team for one,
-         * with futex calls that cost more than a small problem's compute */
-        const ctbc_scratch scratch = scratch_of(base, &layout, 0);
-        for (int64_t item = 0; item < n_items; item++)
-            run_item(&run, &items, item, &scratch);
-        return;
-    }
-#pragma omp parallel num_threads(plan->threads)
-    {
-        /* a team smaller than planned (OMP_DYNAMIC, nesting) still finds its
-         * scratch: thread ids stay below plan->threads */
-        const ctbc_scratch scratch = scratch_of(base, &layout, omp_get_thread_num());
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t item = 0; item < n_items; item++)
-            run_item(&run, &items, item, &scratch);
-    }
+    const item_context context = {&run, &items, base, &layout};
+    ctbc_team_run(run.blocking.parallel ? plan->threads : 1, n_items, run_item_of, (void *)&context);
 }
