@@ -156,6 +156,12 @@ void ctbc_scratch_none(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_l
 int ctbc_applies_always(const ctbc_problem *p, const ctbc_context *ctx);
 /* 1: grad_input is float32 with unit column stride and evenly spaced rows */
 int ctbc_grad_input_direct(const ctbc_problem *p, int64_t *row_stride);
+/* grad_input's multiply-adds, as the costs count them (every tap of every
+ * input step) */
+static inline double ctbc_grad_input_macs(const ctbc_problem *p)
+{
+    return (double)p->t * (double)p->b * (double)p->c_in * (double)p->k * (double)p->c_out;
+}
 /* the share of a micro-tile side of `size` that n real rows fill */
 double ctbc_fill(int64_t n, int64_t size);
 

@@ -338,19 +338,18 @@ static int applies_in_place(const ctbc_problem *p, const ctbc_context *ctx)
     return ctbc_grad_input_direct(p, &row_stride);
 }
 
-/* Merging costs a finiteness check of every weight panel and multiplies
- * the zero rows of partial taps; measured to pay below GI_MERGE_MACS
- * multiply-adds, and only where partial taps exist (k > 1 or padding). */
+/* Channels fill the nr-wide side of each micro-tile. */
 static double cost_window(const ctbc_problem *p, const ctbc_context *ctx)
 {
-    /* channels fill the nr-wide side of each micro-tile */
     return 1.0 / ctbc_fill(ctbc_max(p->c_in, 1), ctx->kernel->nr);
 }
 
+/* Merging costs a finiteness check of every weight panel and multiplies
+ * the zero rows of partial taps; measured to pay below GI_MERGE_MACS
+ * multiply-adds, and only where partial taps exist (k > 1 or padding). */
 static double cost_merged(const ctbc_problem *p, const ctbc_context *ctx)
 {
-    const double macs = (double)p->t * (double)p->b * (double)p->c_in * (double)p->k * (double)p->c_out;
-    return (p->k > 1 || p->pad > 0) && macs < GI_MERGE_MACS ? cost_window(p, ctx) : INFINITY;
+    return (p->k > 1 || p->pad > 0) && ctbc_grad_input_macs(p) < GI_MERGE_MACS ? cost_window(p, ctx) : INFINITY;
 }
 
 static void plan_with(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl, int merge,

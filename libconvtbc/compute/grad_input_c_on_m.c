@@ -258,8 +258,7 @@ static double cost_floats(const ctbc_problem *p, const ctbc_context *ctx)
 
 static double cost_pairs(const ctbc_problem *p, const ctbc_context *ctx)
 {
-    const double macs = (double)p->t * (double)p->b * (double)p->c_in * (double)p->k * (double)p->c_out;
-    return macs < GI_C_ON_M_BF16_MIN_MACS ? cost_floats(p, ctx) : cost_floats(p, ctx) / 2.0;
+    return ctbc_grad_input_macs(p) < GI_C_ON_M_BF16_MIN_MACS ? cost_floats(p, ctx) : cost_floats(p, ctx) / 2.0;
 }
 
 const ctbc_impl ctbc_impl_gi_c_on_m = {"gi_c_on_m", ctbc_applies_always, cost_floats, ctbc_plan_gi_c_on_m,
