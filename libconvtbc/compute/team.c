@@ -40,10 +40,13 @@ bool ctbc_may_start_team(void)
  * closed: a late worker never reads a job whose context has gone.
  */
 #define TEAM_MAX 256
-/* How long an idle worker watches for the next job before it sleeps:
- * back-to-back calls find it awake, and it does not hold a core from other
- * libraries for long (libgomp's default watch is milliseconds). */
-#define WATCH_NS 100000
+/* How long an idle worker watches for the next job before it sleeps, so
+ * that back-to-back calls find it awake (libgomp's default is several
+ * milliseconds). At 0.1 ms a bench process interleaving torch and sgemm
+ * left the worker asleep for some calls: T17 B7 Ci480 K17 Co17 float32
+ * 0.09 -> 0.20 ms in one run of five shapes; at 2 ms, 0.084-0.110 ms
+ * against OpenMP's 0.092-0.118. */
+#define WATCH_NS 2000000
 
 static struct {
     pthread_mutex_t lock;
