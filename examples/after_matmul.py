@@ -3,9 +3,11 @@
     python examples/after_matmul.py [T B C_in K C_out]
 
 Another library's threads (numpy's OpenBLAS here) spin for a while after
-their own call; on a machine with few cores an OpenMP region then waits
-for a core. Compare with OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1 or
-OMP_WAIT_POLICY=passive set in the environment.
+their own call; on a machine with few cores a thread of ours then waits
+for a core. The backward op's team (libconvtbc/compute/team.c) does not
+wait for a thread that has not started, so the call costs at worst its
+one-thread time; compare with OPENBLAS_NUM_THREADS=1 or OMP_NUM_THREADS=1
+set in the environment.
 """
 
 import statistics
