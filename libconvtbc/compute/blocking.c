@@ -129,7 +129,6 @@ void ctbc_plan_gi_c_on_m(const ctbc_problem *p, const ctbc_context *ctx, ctbc_bl
     const int64_t window_rows = ctbc_max(nr, WINDOW_FLOATS(ctx) / bl->gi_ko / nr * nr);
     const int64_t quarter = ctbc_round_up(ctbc_ceil_div(rows, 4), nr);
     bl->gi_chunk = (int32_t)ctbc_clamp(quarter, nr, ctbc_min(window_rows, ctx->nc_tiles * nr));
-    bl->gi_bm = bl->gi_chunk;
     int64_t kg = ctbc_clamp(GI_REDUCTION / bl->gi_ko, 1, ctbc_max(p->k, 1));
     kg = ctbc_min(kg, taps_within(p->k, bl->gi_chunk, p->b, WINDOW_FLOATS(ctx) / bl->gi_ko));
     kg = ctbc_clamp(kg, 1, ctbc_max(1, WEIGHT_FLOATS(ctx) / ((int64_t)bl->gi_bn * bl->gi_ko)));

@@ -169,6 +169,10 @@ double ctbc_fill(int64_t n, int64_t size);
  * the rows whose row_ok flag is set to c. */
 void ctbc_edge_rows(const ctbc_kernel *kern, const ctbc_ukr_args *args, const float *a,
                     const float *b, float *c, int64_t ldc, const unsigned char *row_ok);
+/* c[i*ldc + j] += tile[i*nr + j] for the rows and columns whose flags are
+ * set (NULL flags: all): the last step of an edge tile. */
+void ctbc_add_tile(float *c, int64_t ldc, const float *tile, int64_t mr, int64_t nr, const unsigned char *row_ok,
+                   const unsigned char *column_ok);
 
 /* 1: no Inf or NaN among x[0..n) (a weight panel whose zero-padded taps
  * may then be multiplied: 0 * w adds an exact zero). */

@@ -12,10 +12,17 @@ void ctbc_edge_rows(const ctbc_kernel *kern, const ctbc_ukr_args *args, const fl
     const int mr = kern->mr, nr = kern->nr;
     memset(tile, 0, sizeof(float) * (size_t)(mr * nr));
     kern->ukr(args, a, b, tile, nr);
-    for (int i = 0; i < mr; i++)
-        if (row_ok[i])
-            for (int j = 0; j < nr; j++)
-                c[i * ldc + j] += tile[i * nr + j];
+    ctbc_add_tile(c, ldc, tile, mr, nr, row_ok, NULL);
+}
+
+void ctbc_add_tile(float *c, int64_t ldc, const float *tile, int64_t mr, int64_t nr, const unsigned char *row_ok,
+                   const unsigned char *column_ok)
+{
+    for (int64_t i = 0; i < mr; i++)
+        if (!row_ok || row_ok[i])
+            for (int64_t j = 0; j < nr; j++)
+                if (!column_ok || column_ok[j])
+                    c[i * ldc + j] += tile[i * nr + j];
 }
 
 /* No Inf or NaN among x[0..n): an all-ones exponent carries into the sign

@@ -80,10 +80,7 @@ static void edge_columns(const c_on_m_kind *kind, const ctbc_kernel *kern, const
     const int64_t mr = kern->mr, nr = kern->nr;
     memset(tile, 0, sizeof(float) * (size_t)(mr * nr));
     kind->ukr(kern, args, a, b, tile, nr);
-    for (int64_t i = 0; i < mr; i++)
-        for (int64_t j = 0; j < nr; j++)
-            if (column_ok[j])
-                c[i * ldc + j] += tile[i * nr + j];
+    ctbc_add_tile(c, ldc, tile, mr, nr, NULL, column_ok);
 }
 
 /* Rows [r0, r0 + rb) of the tile against one reduction block, added to the

@@ -270,6 +270,20 @@ void ctbc_pack_rows(float *dst, int64_t ld, int64_t nrows, const ctbc_operand *o
 #define TRANSPOSE_ROWS 16
 #define TRANSPOSE_COLS 256
 
+/* dst[j*ld + r] = block[r*cols + j]: the kernel set's transpose, which
+ * moves 4-byte values bit for bit (bfloat16 pairs too), or a plain copy. */
+static void transpose_block(const ctbc_operand *op, float *dst, int64_t ld, const float *block, int64_t rows,
+                            int64_t cols)
+{
+    if (op->transpose) {
+        op->transpose(dst, ld, block, cols, rows, cols);
+        return;
+    }
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < cols; j++)
+            memcpy(dst + j * ld + r, block + r * cols + j, sizeof(float));
+}
+
 void ctbc_pack_rows_transposed(float *dst, int64_t ld, int64_t nrows, const ctbc_operand *op,
                                int64_t b_size, int64_t row_first, int64_t row_lo, int64_t row_hi,
                                int64_t col0, int64_t ncols)
@@ -280,23 +294,16 @@ void ctbc_pack_rows_transposed(float *dst, int64_t ld, int64_t nrows, const ctbc
         for (int64_t r0 = 0; r0 < nrows; r0 += TRANSPOSE_ROWS) {
             const int64_t nr = nrows - r0 < TRANSPOSE_ROWS ? nrows - r0 : TRANSPOSE_ROWS;
             ctbc_pack_rows(block, nj, nr, op, b_size, row_first + r0, row_lo, row_hi, col0 + j0, nj);
-            float *d = dst + j0 * ld + r0;
-            if (op->transpose) {
-                op->transpose(d, ld, block, nj, nr, nj);
-                continue;
-            }
-            for (int64_t r = 0; r < nr; r++)
-                for (int64_t j = 0; j < nj; j++)
-                    d[j * ld + r] = block[r * nj + j];
+            transpose_block(op, dst + j0 * ld + r0, ld, block, nr, nj);
         }
     }
 }
 
-/* Element i of a bfloat16 operand's run from offset, as its raw bits;
- * 0 past n (the missing half of a last pair). */
-static inline uint32_t bf16_bits(const uint16_t *data, int64_t offset, int64_t stride, int64_t i, int64_t n)
+/* Element i of a bfloat16 run as its raw bits; 0 past n (the missing half
+ * of a last pair). */
+static inline uint32_t bf16_bits(const uint16_t *run, int64_t stride, int64_t i, int64_t n)
 {
-    return i < n ? data[offset + i * stride] : 0;
+    return i < n ? run[i * stride] : 0;
 }
 
 void ctbc_pack_rows_transposed_bf16(uint32_t *dst, int64_t ld, int64_t nrows, const ctbc_operand *op,
@@ -304,7 +311,7 @@ void ctbc_pack_rows_transposed_bf16(uint32_t *dst, int64_t ld, int64_t nrows, co
                                     int64_t col0, int64_t ncols)
 {
     /* rows of pairs as they lie (a copy when the columns are contiguous),
-     * then the float32 transpose, which moves 4-byte values bit for bit */
+     * then transposed as 4-byte values */
     const uint16_t *data = op->data;
     uint32_t block[TRANSPOSE_ROWS * TRANSPOSE_COLS];
     const int64_t pairs = (ncols + 1) / 2;
@@ -330,15 +337,7 @@ void ctbc_pack_rows_transposed_bf16(uint32_t *dst, int64_t ld, int64_t nrows, co
                 for (int64_t j = 0; j < count; j++)
                     halves[j] = src[j * op->s2];
             }
-            float *d = (float *)(void *)(dst + q0 * ld + r0);
-            const float *b = (const float *)(const void *)block;
-            if (op->transpose) {
-                op->transpose(d, ld, b, nq, n, nq);
-                continue;
-            }
-            for (int64_t r = 0; r < n; r++)
-                for (int64_t q = 0; q < nq; q++)
-                    memcpy(d + q * ld + r, b + r * nq + q, sizeof(float));
+            transpose_block(op, (float *)(void *)(dst + q0 * ld + r0), ld, (const float *)(const void *)block, n, nq);
         }
     }
 }
@@ -366,8 +365,8 @@ void ctbc_pack_weight_bf16(uint32_t *dst, int width, const ctbc_operand *weight,
                     for (; q < no / 2; q++)
                         memcpy(d + q * width + i, src + 2 * q, sizeof(uint32_t));
                 for (; q < pairs; q++)
-                    d[q * width + i] = bf16_bits(src, 0, weight->s2, 2 * q, no) |
-                                       bf16_bits(src, 0, weight->s2, 2 * q + 1, no) << 16;
+                    d[q * width + i] = bf16_bits(src, weight->s2, 2 * q, no) |
+                                       bf16_bits(src, weight->s2, 2 * q + 1, no) << 16;
             }
         }
 }

@@ -63,6 +63,14 @@ static struct {
     void *context;
 } team = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0};
 
+/* One step of a busy wait, easy on the core's other hardware thread. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 static void claim_items(int worker)
 {
     const int64_t n = team.n_items;
@@ -90,9 +98,7 @@ static unsigned next_generation(unsigned seen)
             return g;
         if ((spins & 63) == 63 && now_ns() > until)
             break;
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
+        cpu_relax();
     }
     pthread_mutex_lock(&team.lock);
     unsigned g;
@@ -163,10 +169,7 @@ void ctbc_team_run(int threads, int64_t n_items, ctbc_item_fn fn, void *context)
 
     claim_items(0);
     __atomic_store_n(&team.closed, 1, __ATOMIC_SEQ_CST);
-    while (__atomic_load_n(&team.active, __ATOMIC_SEQ_CST) != 0) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-    }
+    while (__atomic_load_n(&team.active, __ATOMIC_SEQ_CST) != 0)
+        cpu_relax();
     __atomic_store_n(&team.busy, 0, __ATOMIC_RELEASE);
 }
