@@ -65,6 +65,25 @@ def _accumulate(go, xp, w, grad_input, grad_weight, pad, T, T_out, B):
             grad_weight[k] = xs.T @ gs
 
 
+def grad_weight_without_padding(grad_output, inp, k_size, pad):
+    """float64 gradWeight summing only the terms whose input row exists, as
+    PyTorch's conv_tbc_backward (CANN's golden) and convtbc form it: where
+    the formula pairs a step of self with a zero of the padding, no product
+    is formed, so an Inf or NaN there does not reach that tap."""
+    go = np.asarray(grad_output).astype(np.float64)
+    x = np.asarray(inp).astype(np.float64)
+    T, B, C_in = x.shape
+    T_out, _, C_out = go.shape
+    grad_weight = np.zeros((k_size, C_in, C_out), dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for k in range(k_size):
+            lo, hi = max(0, pad - k), min(T_out, T + pad - k)  # steps s with a real row s + k - pad
+            if lo < hi:
+                xs = x[lo + k - pad:hi + k - pad].reshape(-1, C_in)
+                grad_weight[k] = xs.T @ go[lo:hi].reshape(-1, C_out)
+    return grad_weight
+
+
 def conv_tbc_backward_ref_loops(grad_output, inp, weight, pad):
     """The same formulas as scalar loops (slow; used on tiny shapes to check
     the vectorised reference above)."""

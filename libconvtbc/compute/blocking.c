@@ -215,6 +215,18 @@ void ctbc_scratch_gw_gemm(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_w
     need_at_least(need, gw_c, gw_a, gw_b);
 }
 
+/* Pairs of rows (grad_weight_bf16.c): the grad_output block, and two
+ * windows of input pairs (one per phase of the taps' row shifts). */
+void ctbc_scratch_gw_bf16(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need)
+{
+    const int64_t block_pairs = ctbc_ceil_div(bl->gw_kc, 2);
+    const int64_t window_pairs = ws_add(block_pairs, ws_add(ws_mul(bl->gw_kg - 1, p->b) / 2, 1));
+    const int64_t go_side = ws_mul(block_pairs, bl->gw_o_on_m ? bl->gw_bm : bl->gw_bn);
+    const int64_t input_side = ws_mul(2 * window_pairs, bl->gw_o_on_m ? bl->gw_bn : bl->gw_bm);
+    need_at_least(need, ws_mul((int64_t)bl->gw_kg * bl->gw_chunk, bl->gw_bn), bl->gw_o_on_m ? go_side : input_side,
+                  bl->gw_o_on_m ? input_side : go_side);
+}
+
 void ctbc_scratch_gw_pairs(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need)
 {
     const int64_t gw_pairs = ctbc_round_up(ws_mul(bl->gw_kg, ctbc_max(p->c_out, 1)), bl->gw_bm);

@@ -138,17 +138,22 @@ int ctbc_impl_choose(ctbc_gradient gradient, const ctbc_problem *problem, const 
                      uint32_t forced);
 
 extern const ctbc_impl ctbc_impl_gw_pairs, ctbc_impl_gw_c_on_m, ctbc_impl_gw_gemv, ctbc_impl_gw_o_on_m,
-    ctbc_impl_gw_reference;
+    ctbc_impl_gw_c_on_m_bf16, ctbc_impl_gw_o_on_m_bf16, ctbc_impl_gw_reference;
 extern const ctbc_impl ctbc_impl_gi_merged_in_place, ctbc_impl_gi_merged, ctbc_impl_gi_in_place,
     ctbc_impl_gi_window, ctbc_impl_gi_c_on_m, ctbc_impl_gi_c_on_m_bf16, ctbc_impl_gi_reference;
 extern const ctbc_impl ctbc_impl_gb_rows;
 
 /* Plans and scratch shared by implementations (blocking.c). */
 void ctbc_plan_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_m, ctbc_blocking *bl);
+/* grad_weight.c's per-tap GEMM: its tiles, and its cost per multiply-add
+ * with c_out (o_on_m) or c_in on the micro-tile's rows */
+int64_t ctbc_gw_tiles(const ctbc_run *run);
+double ctbc_cost_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_m);
 void ctbc_plan_gw_pairs(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl);
 void ctbc_plan_gi_window(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl);
 void ctbc_scratch_gw_gemm(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
 void ctbc_scratch_gw_pairs(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
+void ctbc_scratch_gw_bf16(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
 void ctbc_scratch_gi_window(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
 void ctbc_plan_gi_c_on_m(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl);
 void ctbc_scratch_gi_c_on_m(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);

@@ -37,7 +37,7 @@ static gw_shape shape_of(const ctbc_run *run)
     return s;
 }
 
-static int64_t gw_tiles(const ctbc_run *run)
+int64_t ctbc_gw_tiles(const ctbc_run *run)
 {
     const gw_shape s = shape_of(run);
     return s.tiles_m * s.tiles_n * ctbc_ceil_div(run->problem->k, run->blocking.gw_kg);
@@ -444,15 +444,15 @@ static void gemm_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
 /* The implementations (see driver.h). Cost: the time per multiply-add goes
  * as 1 / (share of the micro-tile the problem fills, both sides). */
 
-static double cost_c_on_m(const ctbc_problem *p, const ctbc_context *ctx)
+double ctbc_cost_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_m)
 {
-    return 1.0 / (ctbc_fill(ctbc_max(p->c_in, 1), ctx->kernel->mr) * ctbc_fill(ctbc_max(p->c_out, 1), ctx->kernel->nr));
+    const int64_t m_size = ctbc_max(o_on_m ? p->c_out : p->c_in, 1), n_size = ctbc_max(o_on_m ? p->c_in : p->c_out, 1);
+    return 1.0 / (ctbc_fill(m_size, ctx->kernel->mr) * ctbc_fill(n_size, ctx->kernel->nr));
 }
 
-static double cost_o_on_m(const ctbc_problem *p, const ctbc_context *ctx)
-{
-    return 1.0 / (ctbc_fill(ctbc_max(p->c_out, 1), ctx->kernel->mr) * ctbc_fill(ctbc_max(p->c_in, 1), ctx->kernel->nr));
-}
+static double cost_c_on_m(const ctbc_problem *p, const ctbc_context *ctx) { return ctbc_cost_gw_gemm(p, ctx, 0); }
+
+static double cost_o_on_m(const ctbc_problem *p, const ctbc_context *ctx) { return ctbc_cost_gw_gemm(p, ctx, 1); }
 
 static int applies_pairs(const ctbc_problem *p, const ctbc_context *ctx)
 {
@@ -486,13 +486,13 @@ double ctbc_cost_gw_pairs(const ctbc_problem *p, const ctbc_context *ctx);
 
 /* few output channels: (tap, channel) pairs on the mr side */
 const ctbc_impl ctbc_impl_gw_pairs = {"gw_pairs", applies_pairs, ctbc_cost_gw_pairs, ctbc_plan_gw_pairs,
-                                      ctbc_scratch_gw_pairs, gw_tiles, taps_tile};
+                                      ctbc_scratch_gw_pairs, ctbc_gw_tiles, taps_tile};
 /* per-tap GEMM, c_in on the mr side */
 const ctbc_impl ctbc_impl_gw_c_on_m = {"gw_c_on_m", ctbc_applies_always, cost_c_on_m, plan_c_on_m,
-                                       ctbc_scratch_gw_gemm, gw_tiles, gemm_tile};
+                                       ctbc_scratch_gw_gemm, ctbc_gw_tiles, gemm_tile};
 /* c_out 1: one row of C per tap, GEMV calls */
 const ctbc_impl ctbc_impl_gw_gemv = {"gw_gemv", applies_gemv, cost_o_on_m, plan_gemv,
-                                     ctbc_scratch_gw_gemm, gw_tiles, gemm_tile};
+                                     ctbc_scratch_gw_gemm, ctbc_gw_tiles, gemm_tile};
 /* per-tap GEMM, c_out on the mr side */
 const ctbc_impl ctbc_impl_gw_o_on_m = {"gw_o_on_m", ctbc_applies_always, cost_o_on_m, plan_o_on_m,
-                                       ctbc_scratch_gw_gemm, gw_tiles, gemm_tile};
+                                       ctbc_scratch_gw_gemm, ctbc_gw_tiles, gemm_tile};

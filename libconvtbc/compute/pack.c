@@ -371,6 +371,46 @@ void ctbc_pack_weight_bf16(uint32_t *dst, int width, const ctbc_operand *weight,
         }
 }
 
+int ctbc_pack_strips_bf16(uint32_t *dst, int64_t pairs, int width, const ctbc_operand *op, int64_t b_size,
+                          int64_t row_first, int64_t row_lo, int64_t row_hi, int64_t col0, int64_t ncols)
+{
+    /* pair by pair, each strip's part of the two rows interleaved in place;
+     * (bits & 0x7f80) + 0x80 carries into bit 15 exactly when a half's
+     * exponent is all ones (Inf or NaN) */
+    const uint16_t *data = op->data;
+    const int64_t strips = (ncols + width - 1) / width, s2 = op->s2;
+    uint32_t special = 0;
+    for (int64_t q = 0; q < pairs; q++) {
+        const uint16_t *half[2];
+        for (int h = 0; h < 2; h++) {
+            const int64_t g = row_first + 2 * q + h;
+            half[h] = g >= row_lo && g < row_hi ? data + (g / b_size) * op->s0 + (g % b_size) * op->s1 + col0 * s2
+                                                : NULL;
+        }
+        const uint16_t *lo = half[0], *hi = half[1];
+        for (int64_t s = 0; s < strips; s++) {
+            uint32_t *d = dst + (s * pairs + q) * width;
+            const int64_t c0 = s * width, n = ncols - c0 < width ? ncols - c0 : width;
+            if (lo && hi && s2 == 1) {
+                for (int64_t i = 0; i < n; i++) {
+                    const uint32_t l = lo[c0 + i], h = hi[c0 + i];
+                    special |= ((l & 0x7f80u) + 0x80u) | ((h & 0x7f80u) + 0x80u);
+                    d[i] = l | h << 16;
+                }
+            } else {
+                for (int64_t i = 0; i < n; i++) {
+                    const uint32_t l = lo ? lo[(c0 + i) * s2] : 0u, h = hi ? hi[(c0 + i) * s2] : 0u;
+                    special |= ((l & 0x7f80u) + 0x80u) | ((h & 0x7f80u) + 0x80u);
+                    d[i] = l | h << 16;
+                }
+            }
+            for (int64_t i = n; i < width; i++)
+                d[i] = 0;
+        }
+    }
+    return !(special & 0x8000u);
+}
+
 /* Weight panel, read along c (unit c stride, or no unit stride at all). */
 ALWAYS_INLINE void pack_weight_by_c(float *dst, int64_t nr, const ctbc_operand *w, int64_t k0,
                                     int64_t nk, int64_t o0, int64_t no, int64_t c0, int64_t nc,
@@ -506,20 +546,23 @@ void ctbc_write_tile(const ctbc_writer *writer, int64_t offset, const float *src
             transpose((float *)out + base, cs, src, ld, rows, cols);
             return;
         }
-        if (store16 && transpose && rows <= STORE_RUN) {
-            /* transpose a run of columns, then narrow it: in one call when
-             * the output columns follow each other (cs == rows) */
+        if (store16 && transpose) {
+            /* transpose a block of at most STORE_RUN rows by a run of
+             * columns, then narrow it: in one call when the output columns
+             * follow each other (cs == rows) */
             float run[STORE_RUN * 8];
-            const int64_t per = STORE_RUN * 8 / rows;
             uint16_t *d = (uint16_t *)out + base;
-            for (int64_t j0 = 0; j0 < cols; j0 += per) {
-                const int64_t n = cols - j0 < per ? cols - j0 : per;
-                transpose(run, rows, src + j0, ld, rows, n);
-                if (cs == rows)
-                    store16(d + j0 * cs, run, n * rows);
-                else
-                    for (int64_t j = 0; j < n; j++)
-                        store16(d + (j0 + j) * cs, run + j * rows, rows);
+            for (int64_t i0 = 0; i0 < rows; i0 += STORE_RUN) {
+                const int64_t m = rows - i0 < STORE_RUN ? rows - i0 : STORE_RUN, per = STORE_RUN * 8 / m;
+                for (int64_t j0 = 0; j0 < cols; j0 += per) {
+                    const int64_t n = cols - j0 < per ? cols - j0 : per;
+                    transpose(run, m, src + i0 * ld + j0, ld, m, n);
+                    if (cs == rows && m == rows)
+                        store16(d + j0 * cs, run, n * m);
+                    else
+                        for (int64_t j = 0; j < n; j++)
+                            store16(d + i0 + (j0 + j) * cs, run + j * m, m);
+                }
             }
             return;
         }

@@ -109,6 +109,17 @@ void ctbc_pack_rows_transposed_bf16(uint32_t *dst, int64_t ld, int64_t nrows, co
                                     int64_t col0, int64_t ncols);
 
 /*
+ * ctbc_pack_strips over bfloat16 pairs of rows, for a bfloat16 operand:
+ * strip s holds dst[(s*pairs + q)*width + i] with operand rows
+ * row_first + 2q (low half) and row_first + 2q + 1 (high half) of column
+ * col0 + s*width + i, for q < pairs; zero halves for rows outside
+ * [row_lo, row_hi) and columns past ncols (the strips are all written).
+ * Returns 1 when no half packed is Inf or NaN.
+ */
+int ctbc_pack_strips_bf16(uint32_t *dst, int64_t pairs, int width, const ctbc_operand *op, int64_t b_size,
+                          int64_t row_first, int64_t row_lo, int64_t row_hi, int64_t col0, int64_t ncols);
+
+/*
  * Weight panel for grad_input: dst[s][kk][o][nr] = weight[k0+kk, c0+s*nr+j, o0+o]
  * for kk < nk, o < no, c strips of width nr over [c0, c0+nc), zero-padded.
  */
