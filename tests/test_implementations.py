@@ -38,7 +38,8 @@ FORCED = [f"{gi},{gw}" for gi, gw in zip(GRAD_INPUT, GRAD_WEIGHT)]
 # GEMV), a batch of 8+ with few channels (pairs), c_in past one 256-wide
 # block, enough work for a parallel run, the smallest problem, and few input
 # channels over many (t, b) rows (several gi_c_on_m tiles, taps that reach
-# only some rows of a 32-row strip).
+# only some rows of a 32-row strip), and one input channel (a GEMV along
+# c_out).
 PROBLEMS = [
     (7, 3, 5, 3, 4, 2),
     (3, 2, 9, 6, 5, 4),
@@ -48,6 +49,7 @@ PROBLEMS = [
     (24, 8, 300, 3, 20, 1),
     (1, 1, 1, 1, 1, 0),
     (40, 9, 6, 5, 20, 3),
+    (30, 5, 1, 4, 40, 2),
 ]
 DTYPES = {"float32": F32, "float16": F16, "bfloat16": BF16}
 
@@ -60,7 +62,7 @@ def applies(name, problem, dtype):
     if name.endswith("_bf16"):
         return dtype == "bfloat16" and HAS_VDPBF16PS
     if name == "gw_gemv":
-        return c_out == 1
+        return c_out == 1 or problem[2] == 1
     if name == "gw_pairs":
         return c_out >= 1
     return True

@@ -47,7 +47,7 @@ typedef struct {
     int32_t impl[CTBC_GRADIENTS];
     /* grad_weight = per tap k, a [c_in x c_out] GEMM reducing over (t, b) */
     int32_t gw_o_on_m;  /* 1: c_out on the micro-tile's mr side (small c_out) */
-    int32_t gw_gemv;    /* 1: c_out is 1 on the mr side: one row, GEMV calls */
+    int32_t gw_gemv;    /* 1: c_out (or c_in) is 1 on the mr side: one row, GEMV calls */
     int32_t gw_taps;    /* 1 (few c_out): (tap, channel) pairs on the mr side,
                            c_in on the nr side, reducing over input rows;
                            gw_kg taps a tile */

@@ -24,11 +24,19 @@ static void gb_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scrat
     float acc[CHUNK_MAX], row[CHUNK_MAX];
     for (int64_t o = 0; o < no; o++)
         acc[o] = 0.0f;
+    /* float32 channels side by side are added where they lie (a copy
+     * first would double the reads of the largest operand) */
+    const int in_place = g.dtype == CTBC_F32 && (g.s2 == 1 || no == 1);
     for (int64_t t = 0; t < p->t_out; t++)
         for (int64_t b = 0; b < p->b; b++) {
-            ctbc_convert_run(row, &g, t * g.s0 + b * g.s1 + o0 * g.s2, g.s2, no);
+            const int64_t offset = t * g.s0 + b * g.s1 + o0 * g.s2;
+            const float *values = row;
+            if (in_place)
+                values = (const float *)g.data + offset;
+            else
+                ctbc_convert_run(row, &g, offset, g.s2, no);
             for (int64_t o = 0; o < no; o++)
-                acc[o] += row[o];
+                acc[o] += values[o];
         }
     ctbc_write_tile(&run->gb_out, o0 * p->grad_bias.stride[0], acc, no, 1, no, 0);
 }

@@ -463,7 +463,23 @@ static int applies_pairs(const ctbc_problem *p, const ctbc_context *ctx)
 static int applies_gemv(const ctbc_problem *p, const ctbc_context *ctx)
 {
     (void)ctx;
-    return p->c_out == 1;
+    return p->c_out == 1 || p->c_in == 1;
+}
+
+/* The channel that is 1 on the mr side, the other along the row. */
+static int gemv_o_on_m(const ctbc_problem *p) { return p->c_out == 1; }
+
+/* With c_out 1, the cost of the GEMM it replaces (measured against
+ * gw_pairs at that); with c_in 1, a GEMV streams one operand row per
+ * multiply-add: about half a full tile's speed, where the GEMM would fill
+ * one row of mr. */
+#define GEMV_SLOWDOWN 2.0
+
+static double cost_gemv(const ctbc_problem *p, const ctbc_context *ctx)
+{
+    if (gemv_o_on_m(p))
+        return cost_o_on_m(p, ctx);
+    return GEMV_SLOWDOWN / ctbc_fill(ctbc_max(p->c_out, 1), ctx->kernel->nr);
 }
 
 static void plan_c_on_m(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
@@ -478,7 +494,7 @@ static void plan_o_on_m(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blo
 
 static void plan_gemv(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
 {
-    ctbc_plan_gw_gemm(p, ctx, 1, bl);
+    ctbc_plan_gw_gemm(p, ctx, gemv_o_on_m(p), bl);
     bl->gw_gemv = 1;
 }
 
@@ -490,8 +506,8 @@ const ctbc_impl ctbc_impl_gw_pairs = {"gw_pairs", applies_pairs, ctbc_cost_gw_pa
 /* per-tap GEMM, c_in on the mr side */
 const ctbc_impl ctbc_impl_gw_c_on_m = {"gw_c_on_m", ctbc_applies_always, cost_c_on_m, plan_c_on_m,
                                        ctbc_scratch_gw_gemm, ctbc_gw_tiles, gemm_tile};
-/* c_out 1: one row of C per tap, GEMV calls */
-const ctbc_impl ctbc_impl_gw_gemv = {"gw_gemv", applies_gemv, cost_o_on_m, plan_gemv,
+/* c_out or c_in 1: one row of C per tap, GEMV calls */
+const ctbc_impl ctbc_impl_gw_gemv = {"gw_gemv", applies_gemv, cost_gemv, plan_gemv,
                                      ctbc_scratch_gw_gemm, ctbc_gw_tiles, gemm_tile};
 /* per-tap GEMM, c_out on the mr side */
 const ctbc_impl ctbc_impl_gw_o_on_m = {"gw_o_on_m", ctbc_applies_always, cost_o_on_m, plan_o_on_m,
