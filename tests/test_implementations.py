@@ -28,10 +28,11 @@ from test_numerics import make_view
 HAS_VDPBF16PS = runtime_info()["compute"]["kernel"] == "avx512_bf16"
 
 GRAD_INPUT = ["gi_merged_in_place", "gi_merged", "gi_in_place", "gi_window", "gi_c_on_m", "gi_c_on_m_bf16",
-              "gi_reference"]
+              "gi_dot", "gi_dot_bf16", "gi_reference"]
 GRAD_WEIGHT = ["gw_pairs", "gw_c_on_m", "gw_gemv", "gw_o_on_m", "gw_c_on_m_bf16", "gw_o_on_m_bf16",
-               "gw_reference"]
-# forced together, one of each gradient per run
+               "gw_reference", "gw_pairs", "gw_c_on_m"]
+# forced together, one of each gradient per run (some grad_weight ones
+# twice, so that both lists are walked in one pass)
 FORCED = [f"{gi},{gw}" for gi, gw in zip(GRAD_INPUT, GRAD_WEIGHT)]
 
 # T, B, C_in, K, C_out, pad: padding and partial taps, K > T, c_out 1 (the
@@ -61,6 +62,8 @@ def applies(name, problem, dtype):
         return dtype == "float32"  # grad_input float32 with evenly spaced rows
     if name.endswith("_bf16"):
         return dtype == "bfloat16" and HAS_VDPBF16PS
+    if name == "gi_dot":
+        return dtype == "float32"  # float32 grad_output and weight, read along o
     if name == "gw_gemv":
         return c_out == 1 or problem[2] == 1
     if name == "gw_pairs":
@@ -186,15 +189,20 @@ def test_unforced_choices_differ_by_shape():
         "gradInput": "gi_in_place", "gradWeight": pairs, "gradBias": "gb_rows"}
     assert plan_implementations(64, 1, 100, 5, 1, 2, "float32")["gradWeight"] == "gw_gemv"
     assert plan_implementations(30, 40, 300, 3, 300, 1, "bfloat16")["gradInput"] != "gi_in_place"
-    # Three input channels over many rows and a long reduction (taps x
-    # c_out): channels on the micro-tile rows, for both gradients.
-    narrow = plan_implementations(125, 1010, 3, 20, 86, 15, "float32")
+    # Twelve input channels over many rows and a long reduction (taps x
+    # c_out): channels on the micro-tile rows, for both gradients; one
+    # channel: grad_input as dot products along c_out, grad_weight as GEMVs.
+    narrow = plan_implementations(125, 1010, 12, 20, 86, 15, "float32")
     assert (narrow["gradInput"], narrow["gradWeight"]) == ("gi_c_on_m", "gw_c_on_m")
+    one = plan_implementations(125, 1010, 1, 20, 86, 15, "float32")
+    assert (one["gradInput"], one["gradWeight"]) == ("gi_dot", "gw_gemv")
     # bfloat16 operands go through VDPBF16PS where the CPU has it. (Six
     # channels fill 6 of the portable kernel's 8 columns: they stay there.)
     portable = runtime_info()["compute"]["kernel"] == "portable"
-    expected = "gi_c_on_m_bf16" if HAS_VDPBF16PS else "gi_window" if portable else "gi_c_on_m"
+    expected = "gi_dot_bf16" if HAS_VDPBF16PS else "gi_window" if portable else "gi_c_on_m"
     assert plan_implementations(124, 93, 6, 128, 932, 26, "bfloat16")["gradInput"] == expected
+    expected = "gi_c_on_m_bf16" if HAS_VDPBF16PS else "gi_c_on_m"
+    assert plan_implementations(195, 16, 22, 14, 221, 26, "bfloat16")["gradInput"] == expected
 
 
 def test_unknown_force_name_is_refused():

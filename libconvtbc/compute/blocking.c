@@ -199,6 +199,13 @@ static void need_at_least(ctbc_ws_layout *need, int64_t cbuf, int64_t abuf, int6
     need->bbuf = ctbc_max(need->bbuf, bbuf);
 }
 
+void ctbc_plan_nothing(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
+{
+    (void)p;
+    (void)ctx;
+    (void)bl;
+}
+
 void ctbc_scratch_none(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need)
 {
     (void)p;

@@ -140,7 +140,8 @@ int ctbc_impl_choose(ctbc_gradient gradient, const ctbc_problem *problem, const 
 extern const ctbc_impl ctbc_impl_gw_pairs, ctbc_impl_gw_c_on_m, ctbc_impl_gw_gemv, ctbc_impl_gw_o_on_m,
     ctbc_impl_gw_c_on_m_bf16, ctbc_impl_gw_o_on_m_bf16, ctbc_impl_gw_reference;
 extern const ctbc_impl ctbc_impl_gi_merged_in_place, ctbc_impl_gi_merged, ctbc_impl_gi_in_place,
-    ctbc_impl_gi_window, ctbc_impl_gi_c_on_m, ctbc_impl_gi_c_on_m_bf16, ctbc_impl_gi_reference;
+    ctbc_impl_gi_window, ctbc_impl_gi_c_on_m, ctbc_impl_gi_c_on_m_bf16, ctbc_impl_gi_dot, ctbc_impl_gi_dot_bf16,
+    ctbc_impl_gi_reference;
 extern const ctbc_impl ctbc_impl_gb_rows;
 
 /* Plans and scratch shared by implementations (blocking.c). */
@@ -158,6 +159,8 @@ void ctbc_scratch_gi_window(const ctbc_problem *p, const ctbc_blocking *bl, ctbc
 void ctbc_plan_gi_c_on_m(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl);
 void ctbc_scratch_gi_c_on_m(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
 void ctbc_scratch_none(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
+/* for implementations whose tiles need no blocking */
+void ctbc_plan_nothing(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl);
 int ctbc_applies_always(const ctbc_problem *p, const ctbc_context *ctx);
 /* 1: grad_input is float32 with unit column stride and evenly spaced rows */
 int ctbc_grad_input_direct(const ctbc_problem *p, int64_t *row_stride);

@@ -80,14 +80,7 @@ static double cost_never(const ctbc_problem *p, const ctbc_context *ctx)
     return INFINITY;
 }
 
-static void plan_nothing(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
-{
-    (void)p;
-    (void)ctx;
-    (void)bl;
-}
-
-const ctbc_impl ctbc_impl_gw_reference = {"gw_reference", ctbc_applies_always, cost_never, plan_nothing,
+const ctbc_impl ctbc_impl_gw_reference = {"gw_reference", ctbc_applies_always, cost_never, ctbc_plan_nothing,
                                           ctbc_scratch_none, gw_tiles, gw_tile};
-const ctbc_impl ctbc_impl_gi_reference = {"gi_reference", ctbc_applies_always, cost_never, plan_nothing,
+const ctbc_impl ctbc_impl_gi_reference = {"gi_reference", ctbc_applies_always, cost_never, ctbc_plan_nothing,
                                           ctbc_scratch_none, gi_tiles, gi_tile};
