@@ -24,6 +24,9 @@
  * tap reaches at least this many time steps, and c_in is wide enough to
  * pay for gathering a grad_output column per pair */
 #define GW_TAPS_GAIN 1.15
+/* each packed row of an operand costs about this many elements more
+ * (finding the row) */
+#define GW_PACK_ROW_ELEMENTS 16
 #define GW_TAPS_MIN_T_OUT 4
 #define GW_TAPS_MIN_C_IN 128
 #ifndef CTBC_GW_TAPS_MIN_B /* tests lower it to exercise the taps layout */
@@ -51,6 +54,27 @@ int ctbc_applies_always(const ctbc_problem *p, const ctbc_context *ctx)
     return 1;
 }
 
+double ctbc_gw_packed_per_tap_row(const ctbc_problem *p, int64_t kc, int64_t kg, int64_t o_cols, int64_t c_cols,
+                                  int odd_phase)
+{
+    const int64_t phases = odd_phase && (p->b & 1) && kg > 1 ? 2 : 1;
+    const double window = (double)kc + (double)(kg - 1) * (double)p->b;
+    return ((double)kc * (double)(o_cols + GW_PACK_ROW_ELEMENTS) +
+            window * (double)(c_cols + GW_PACK_ROW_ELEMENTS) * (double)phases) /
+           ((double)kg * (double)kc);
+}
+
+int64_t ctbc_gw_taps_packing_least(const ctbc_problem *p, int64_t kc, int64_t kg_max, int64_t o_cols,
+                                   int64_t c_cols, int odd_phase)
+{
+    int64_t best = 1;
+    for (int64_t kg = 2; kg <= kg_max; kg++)
+        if (ctbc_gw_packed_per_tap_row(p, kc, kg, o_cols, c_cols, odd_phase) <
+            ctbc_gw_packed_per_tap_row(p, kc, best, o_cols, c_cols, odd_phase))
+            best = kg;
+    return best;
+}
+
 /* grad_weight as per-tap GEMMs, c_out on the mr side (o_on_m) or c_in. */
 void ctbc_plan_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_m, ctbc_blocking *bl)
 {
@@ -66,6 +90,19 @@ void ctbc_plan_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_
     const int64_t window_width = o_on_m ? bl->gw_bn : bl->gw_bm;
     int64_t kg = taps_within(p->k, ctx->kc, p->b, WINDOW_FLOATS(ctx) / window_width);
     kg = ctbc_min(kg, ctbc_max(1, CBUF_FLOATS(ctx) / ((int64_t)bl->gw_bm * bl->gw_bn)));
+    /* With a batch of kc rows or more, most of a window is the group's
+     * shifts, packed again for every block of kc rows: where the window is
+     * converted or packed into strips (not copied in one run, as a float32
+     * input with c_in on the mr side is), the group that packs least per
+     * tap then is small (1 where the input side is the wider). Zen 4, two
+     * threads: T14 B1334 Ci12 K25 Co4 float32 2.0-2.5 -> 0.8-0.9 ms,
+     * T205 B1235 Ci12 K6 Co13 bfloat16 20.5-20.8 -> 16.6-17.5 ms; not
+     * T125 B1010 Ci3 K20 Co86 float32, 50-52 -> 73-79 ms that way. */
+    const int window_copied = p->input.dtype == CTBC_F32 && p->rounding == CTBC_ROUND_NONE &&
+                              !(o_on_m && c_in < nr);
+    if (p->b >= ctx->kc && !window_copied)
+        kg = ctbc_gw_taps_packing_least(p, ctx->kc, kg, ctbc_min(c_out, o_on_m ? bl->gw_bm : bl->gw_bn),
+                                        ctbc_min(c_in, o_on_m ? bl->gw_bn : bl->gw_bm), 0);
     bl->gw_kg = (int32_t)kg;
     const int64_t gw_blocks = ctbc_max(1, CBUF_FLOATS(ctx) / (kg * bl->gw_bm * bl->gw_bn));
     bl->gw_chunk = (int32_t)ctbc_min(ctbc_round_up(gw_m, bl->gw_bm), gw_blocks * bl->gw_bm);

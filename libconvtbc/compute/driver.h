@@ -151,6 +151,16 @@ void ctbc_plan_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_
 int64_t ctbc_gw_tiles(const ctbc_run *run);
 double ctbc_cost_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_m);
 void ctbc_plan_gw_pairs(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl);
+/* Elements a per-tap grad_weight GEMM packs per tap and reduction row,
+ * with row blocks of kc rows and kg taps a group: the grad_output block
+ * (o_cols wide) once per group, the input window (kc + (kg - 1)*b rows,
+ * c_cols wide) once per group, or twice with an odd batch when
+ * `odd_phase` (pairs of rows); each row also costs a few elements. */
+double ctbc_gw_packed_per_tap_row(const ctbc_problem *p, int64_t kc, int64_t kg, int64_t o_cols, int64_t c_cols,
+                                  int odd_phase);
+/* The tap group in [1, kg_max] that packs least per tap. */
+int64_t ctbc_gw_taps_packing_least(const ctbc_problem *p, int64_t kc, int64_t kg_max, int64_t o_cols,
+                                   int64_t c_cols, int odd_phase);
 void ctbc_plan_gi_window(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl);
 void ctbc_scratch_gw_gemm(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
 void ctbc_scratch_gw_pairs(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);

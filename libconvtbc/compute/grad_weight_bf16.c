@@ -132,21 +132,15 @@ static int applies_pairs(const ctbc_problem *p, const ctbc_context *ctx)
            p->rounding != CTBC_ROUND_FP16;
 }
 
-/* Pair elements packed per tap and row of a block with kg taps a group:
- * the grad_output block once for the group, the input window (the block
- * and the group's shifts) once per phase; each packed row also costs
- * about PACK_ROW_ELEMENTS elements (finding its two rows). */
-#define PACK_ROW_ELEMENTS 16
-
-static double packed_per_tap_row(const ctbc_problem *p, const ctbc_blocking *bl, int64_t kg)
+/* The columns of the tile's grad_output and input sides. */
+static int64_t o_cols_of(const ctbc_problem *p, const ctbc_blocking *bl)
 {
-    const int o_on_m = bl->gw_o_on_m;
-    const int64_t o_cols = ctbc_min(p->c_out, o_on_m ? bl->gw_chunk : bl->gw_bn) + PACK_ROW_ELEMENTS;
-    const int64_t c_cols = ctbc_min(p->c_in, o_on_m ? bl->gw_bn : bl->gw_chunk) + PACK_ROW_ELEMENTS;
-    const int64_t phases = (p->b & 1) && kg > 1 ? 2 : 1;
-    const double window = (double)bl->gw_kc + (double)(kg - 1) * (double)p->b;
-    return ((double)bl->gw_kc * (double)o_cols + window * (double)c_cols * (double)phases) /
-           ((double)kg * (double)bl->gw_kc);
+    return ctbc_min(p->c_out, bl->gw_o_on_m ? bl->gw_chunk : bl->gw_bn);
+}
+
+static int64_t c_cols_of(const ctbc_problem *p, const ctbc_blocking *bl)
+{
+    return ctbc_min(p->c_in, bl->gw_o_on_m ? bl->gw_bn : bl->gw_chunk);
 }
 
 /* grad_weight.c's blocking, with a tile one mr-side block wide (its side
@@ -157,11 +151,7 @@ static void plan_with(const ctbc_problem *p, const ctbc_context *ctx, int o_on_m
 {
     ctbc_plan_gw_gemm(p, ctx, o_on_m, bl);
     bl->gw_chunk = bl->gw_bm;
-    int64_t best = 1;
-    for (int64_t kg = 2; kg <= bl->gw_kg; kg++)
-        if (packed_per_tap_row(p, bl, kg) < packed_per_tap_row(p, bl, best))
-            best = kg;
-    bl->gw_kg = (int32_t)best;
+    bl->gw_kg = (int32_t)ctbc_gw_taps_packing_least(p, bl->gw_kc, bl->gw_kg, o_cols_of(p, bl), c_cols_of(p, bl), 1);
 }
 
 /* Two products per lane and instruction, plus the packing: each pair
@@ -177,9 +167,9 @@ static double cost_with(const ctbc_problem *p, const ctbc_context *ctx, int o_on
 {
     ctbc_blocking bl = {0};
     plan_with(p, ctx, o_on_m, &bl);
-    const double tile_macs = (double)ctbc_min(p->c_in, o_on_m ? bl.gw_bn : bl.gw_chunk) *
-                             (double)ctbc_min(p->c_out, o_on_m ? bl.gw_chunk : bl.gw_bn);
-    return ctbc_cost_gw_gemm(p, ctx, o_on_m) / 2.0 + GW_BF16_PACK * packed_per_tap_row(p, &bl, bl.gw_kg) / tile_macs;
+    const int64_t o_cols = o_cols_of(p, &bl), c_cols = c_cols_of(p, &bl);
+    const double packed = ctbc_gw_packed_per_tap_row(p, bl.gw_kc, bl.gw_kg, o_cols, c_cols, 1);
+    return ctbc_cost_gw_gemm(p, ctx, o_on_m) / 2.0 + GW_BF16_PACK * packed / (double)ctbc_max(o_cols * c_cols, 1);
 }
 
 static double cost_c_on_m(const ctbc_problem *p, const ctbc_context *ctx) { return cost_with(p, ctx, 0); }
