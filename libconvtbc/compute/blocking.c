@@ -187,7 +187,8 @@ double ctbc_cost_gw_pairs(const ctbc_problem *p, const ctbc_context *ctx)
     const int gates = p->c_out == 1 || (t_out >= GW_TAPS_MIN_T_OUT && p->c_in >= GW_TAPS_MIN_C_IN);
     if (!(p->c_out >= 1 && p->k >= 2 && mr >= 2 && p->b >= CTBC_GW_TAPS_MIN_B && gates))
         return INFINITY;
-    return GW_TAPS_GAIN / (ctbc_fill(p->k * p->c_out, mr) * ctbc_fill(ctbc_max(p->c_in, 1), ctx->kernel->nr));
+    return GW_TAPS_GAIN / (ctbc_fill(p->k * p->c_out, mr) * ctbc_fill(ctbc_max(p->c_in, 1), ctx->kernel->nr)) +
+           ctbc_cost_gw_store(p, 1);
 }
 
 static void choose_parallel(const ctbc_problem *p, ctbc_blocking *bl)

@@ -150,6 +150,8 @@ void ctbc_plan_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_
  * with c_out (o_on_m) or c_in on the micro-tile's rows */
 int64_t ctbc_gw_tiles(const ctbc_run *run);
 double ctbc_cost_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_m);
+/* what storing the tiles adds to that, per multiply-add */
+double ctbc_cost_gw_store(const ctbc_problem *p, int o_on_m);
 void ctbc_plan_gw_pairs(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl);
 /* Elements a per-tap grad_weight GEMM packs per tap and reduction row,
  * with row blocks of kc rows and kg taps a group: the grad_output block

@@ -1,11 +1,16 @@
 /*
- * grad_bias[o] = sum_{t, b} grad_output[t, b, o], summed in float32 in (t, b)
- * order, one pass over grad_output per chunk of channels. cubeMathType does
- * not apply: there are no products.
+ * grad_bias[o] = sum_{t, b} grad_output[t, b, o], summed in float32 over
+ * GB_LANES lanes: lane l adds the rows g = t*b_size + b with g % GB_LANES
+ * == l in order, then the lanes are added in order 0, 1, ... (one chain of
+ * dependent adds per channel ran at one add per FP latency: with few
+ * channels and many rows, the longest item of the run). One pass over
+ * grad_output per chunk of channels. cubeMathType does not apply: there
+ * are no products.
  */
 #include "compute/driver.h"
 
 #define CHUNK_MAX 256
+#define GB_LANES 8
 
 static int64_t gb_tiles(const ctbc_run *run)
 {
@@ -21,9 +26,11 @@ static void gb_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scrat
     ctbc_operand g = run->grad_output;
     g.rounding = CTBC_ROUND_NONE;
 
-    float acc[CHUNK_MAX], row[CHUNK_MAX];
-    for (int64_t o = 0; o < no; o++)
-        acc[o] = 0.0f;
+    float acc[GB_LANES][CHUNK_MAX], row[CHUNK_MAX];
+    for (int l = 0; l < GB_LANES; l++)
+        for (int64_t o = 0; o < no; o++)
+            acc[l][o] = 0.0f;
+    int lane = 0;
     /* float32 channels side by side are added where they lie (a copy
      * first would double the reads of the largest operand) */
     const int in_place = g.dtype == CTBC_F32 && (g.s2 == 1 || no == 1);
@@ -35,10 +42,15 @@ static void gb_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scrat
                 values = (const float *)g.data + offset;
             else
                 ctbc_convert_run(row, &g, offset, g.s2, no);
+            float *sums = acc[lane];
             for (int64_t o = 0; o < no; o++)
-                acc[o] += values[o];
+                sums[o] += values[o];
+            lane = (lane + 1) % GB_LANES;
         }
-    ctbc_write_tile(&run->gb_out, o0 * p->grad_bias.stride[0], acc, no, 1, no, 0);
+    for (int l = 1; l < GB_LANES; l++)
+        for (int64_t o = 0; o < no; o++)
+            acc[0][o] += acc[l][o];
+    ctbc_write_tile(&run->gb_out, o0 * p->grad_bias.stride[0], acc[0], no, 1, no, 0);
 }
 
 static double cost_rows(const ctbc_problem *p, const ctbc_context *ctx)

@@ -450,9 +450,33 @@ double ctbc_cost_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_o
     return 1.0 / (ctbc_fill(m_size, ctx->kernel->mr) * ctbc_fill(n_size, ctx->kernel->nr));
 }
 
-static double cost_c_on_m(const ctbc_problem *p, const ctbc_context *ctx) { return ctbc_cost_gw_gemm(p, ctx, 0); }
+/* Storing a grad_weight element costs about GW_STORE_DIRECT multiply-adds
+ * of a full tile where the tile's columns are c_out (grad_weight's unit
+ * stride), GW_STORE_TRANSPOSED where they are c_in (a transposed store);
+ * spread over the reduction rows of a tap, it counts only for short ones.
+ * Zen 4, two threads, gw_o_on_m(_bf16) -> gw_c_on_m(_bf16): T3 B1 Ci416 K7
+ * Co2332 bfloat16 7.6-8.0 -> 6.4-6.9 ms, T44 B4 Ci374 K19 Co340 bfloat16
+ * 6.7-7.0 -> 6.5 ms, T36 B27 Ci524 K17 Co555 float16 94-97 -> 92-93 ms;
+ * with the transposed store at 16, T1 B9 Ci1568 K1 Co17 float32 went the
+ * other way, 0.040 -> 0.050 ms. */
+#define GW_STORE_DIRECT 1.0
+#define GW_STORE_TRANSPOSED 3.0
 
-static double cost_o_on_m(const ctbc_problem *p, const ctbc_context *ctx) { return ctbc_cost_gw_gemm(p, ctx, 1); }
+double ctbc_cost_gw_store(const ctbc_problem *p, int o_on_m)
+{
+    const double rows = (double)ctbc_max(ctbc_min(p->t, p->t_out) * p->b, 1);
+    return (o_on_m ? GW_STORE_TRANSPOSED : GW_STORE_DIRECT) / rows;
+}
+
+static double cost_c_on_m(const ctbc_problem *p, const ctbc_context *ctx)
+{
+    return ctbc_cost_gw_gemm(p, ctx, 0) + ctbc_cost_gw_store(p, 0);
+}
+
+static double cost_o_on_m(const ctbc_problem *p, const ctbc_context *ctx)
+{
+    return ctbc_cost_gw_gemm(p, ctx, 1) + ctbc_cost_gw_store(p, 1);
+}
 
 static int applies_pairs(const ctbc_problem *p, const ctbc_context *ctx)
 {
@@ -479,7 +503,7 @@ static double cost_gemv(const ctbc_problem *p, const ctbc_context *ctx)
 {
     if (gemv_o_on_m(p))
         return cost_o_on_m(p, ctx);
-    return GEMV_SLOWDOWN / ctbc_fill(ctbc_max(p->c_out, 1), ctx->kernel->nr);
+    return GEMV_SLOWDOWN / ctbc_fill(ctbc_max(p->c_out, 1), ctx->kernel->nr) + ctbc_cost_gw_store(p, 0);
 }
 
 static void plan_c_on_m(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)

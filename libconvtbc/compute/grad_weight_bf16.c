@@ -169,7 +169,8 @@ static double cost_with(const ctbc_problem *p, const ctbc_context *ctx, int o_on
     plan_with(p, ctx, o_on_m, &bl);
     const int64_t o_cols = o_cols_of(p, &bl), c_cols = c_cols_of(p, &bl);
     const double packed = ctbc_gw_packed_per_tap_row(p, bl.gw_kc, bl.gw_kg, o_cols, c_cols, 1);
-    return ctbc_cost_gw_gemm(p, ctx, o_on_m) / 2.0 + GW_BF16_PACK * packed / (double)ctbc_max(o_cols * c_cols, 1);
+    return ctbc_cost_gw_gemm(p, ctx, o_on_m) / 2.0 + GW_BF16_PACK * packed / (double)ctbc_max(o_cols * c_cols, 1) +
+           ctbc_cost_gw_store(p, o_on_m);
 }
 
 static double cost_c_on_m(const ctbc_problem *p, const ctbc_context *ctx) { return cost_with(p, ctx, 0); }
