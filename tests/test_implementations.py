@@ -27,10 +27,16 @@ from test_numerics import make_view
 # falls back to the plan's own choice).
 HAS_VDPBF16PS = runtime_info()["compute"]["kernel"] == "avx512_bf16"
 
+# The *_narrow ones run their base on the kernel's narrow tile (16 columns),
+# where the kernel has one (AVX-512); elsewhere forcing them falls back.
+HAS_NARROW_TILE = runtime_info()["compute"]["kernel"] in ("avx512", "avx512_bf16")
+
 GRAD_INPUT = ["gi_merged_in_place", "gi_merged", "gi_in_place", "gi_window", "gi_c_on_m", "gi_c_on_m_bf16",
-              "gi_dot", "gi_dot_bf16", "gi_reference"]
+              "gi_dot", "gi_dot_bf16", "gi_merged_in_place_narrow", "gi_merged_narrow", "gi_in_place_narrow",
+              "gi_window_narrow", "gi_reference"]
 GRAD_WEIGHT = ["gw_pairs", "gw_c_on_m", "gw_gemv", "gw_o_on_m", "gw_c_on_m_bf16", "gw_o_on_m_bf16",
-               "gw_reference", "gw_pairs", "gw_c_on_m"]
+               "gw_c_on_m_narrow", "gw_o_on_m_narrow", "gw_reference", "gw_pairs", "gw_c_on_m",
+               "gw_o_on_m_narrow", "gw_c_on_m_narrow"]
 # forced together, one of each gradient per run (some grad_weight ones
 # twice, so that both lists are walked in one pass)
 FORCED = [f"{gi},{gw}" for gi, gw in zip(GRAD_INPUT, GRAD_WEIGHT)]
@@ -58,6 +64,8 @@ DTYPES = {"float32": F32, "float16": F16, "bfloat16": BF16}
 def applies(name, problem, dtype):
     """The documented applicability rules (contiguous operands)."""
     c_out = problem[4]
+    if name.endswith("_narrow"):
+        return HAS_NARROW_TILE and applies(name[:-len("_narrow")], problem, dtype)
     if name.endswith("in_place"):
         return dtype == "float32"  # grad_input float32 with evenly spaced rows
     if name.endswith("_bf16"):

@@ -23,12 +23,14 @@
 #define DEFAULT_L2 (512 * 1024)
 
 static ctbc_context contexts[CTBC_ISA_AVX512_BF16 + 1];
+static ctbc_context narrow_contexts[CTBC_ISA_AVX512_BF16 + 1]; /* kernel NULL: none */
 static pthread_once_t contexts_once = PTHREAD_ONCE_INIT;
 
-static void context_from_caches(ctbc_isa isa, int64_t l1d, int64_t l2, ctbc_context *ctx)
+static void context_from_caches(ctbc_isa isa, const ctbc_kernel *kernel, int64_t l1d, int64_t l2,
+                                ctbc_context *ctx)
 {
     ctx->isa = isa;
-    ctx->kernel = ctbc_kernel_for_isa(isa);
+    ctx->kernel = kernel;
     const int64_t mr = ctx->kernel->mr, nr = ctx->kernel->nr, f = (int64_t)sizeof(float);
     ctx->kc = ctbc_clamp(l1d / 2 / (nr * f) / 16 * 16, 64, 1024);
     ctx->mc_tiles = ctbc_clamp(l2 * 9 / 32 / (ctx->kc * f) / mr, 4, 64);
@@ -48,6 +50,10 @@ static void context_from_caches(ctbc_isa isa, int64_t l1d, int64_t l2, ctbc_cont
      * row tiles: two items on two threads took 0.6-0.75 of one thread's
      * time, not half. */
     ctx->team_efficiency = 0.6;
+    /* Both AVX-512 tiles take 16 multiply-adds per FMA instruction, but the
+     * narrow one loads a broadcast for every 16, not every 32 (the forward
+     * op's NARROW_FACTOR, measured there). */
+    ctx->narrow_tile_cost = 1.15;
 }
 
 static void make_contexts(void)
@@ -57,12 +63,25 @@ static void make_contexts(void)
         l1d = DEFAULT_L1D;
         l2 = DEFAULT_L2;
     }
-    for (int isa = CTBC_ISA_PORTABLE; isa <= CTBC_ISA_AVX512_BF16; isa++)
-        context_from_caches((ctbc_isa)isa, l1d, l2, &contexts[isa]);
+    for (int isa = CTBC_ISA_PORTABLE; isa <= CTBC_ISA_AVX512_BF16; isa++) {
+        context_from_caches((ctbc_isa)isa, ctbc_kernel_for_isa((ctbc_isa)isa), l1d, l2, &contexts[isa]);
+        const ctbc_kernel *narrow = ctbc_narrow_kernel_for_isa((ctbc_isa)isa);
+        if (narrow)
+            context_from_caches((ctbc_isa)isa, narrow, l1d, l2, &narrow_contexts[isa]);
+    }
 }
 
 void ctbc_context_for_isa(ctbc_isa isa, ctbc_context *ctx)
 {
     pthread_once(&contexts_once, make_contexts);
     *ctx = contexts[isa];
+}
+
+int ctbc_context_narrow(ctbc_isa isa, ctbc_context *ctx)
+{
+    pthread_once(&contexts_once, make_contexts);
+    if (!narrow_contexts[isa].kernel)
+        return 0;
+    *ctx = narrow_contexts[isa];
+    return 1;
 }

@@ -741,18 +741,14 @@ static double gemm_cost(const ctbc_forward_plan *plan, const ctbc_kernel *kernel
  * (and forward_gemm_bf16_narrow's forward_gemm_bf16's). */
 static bool narrow_view(const ctbc_kernel *kernel, ctbc_kernel *narrow)
 {
-    if (!kernel->ukr_narrow)
-        return false;
-    *narrow = *kernel;
-    narrow->mr = kernel->mr_narrow, narrow->nr = CTBC_NR_NARROW, narrow->ukr = kernel->ukr_narrow;
-    narrow->ukr_bf16 = kernel->ukr_bf16_narrow; /* (NULL: the bfloat16 one does not apply) */
-    return true;
+    return ctbc_kernel_narrowed(kernel, narrow); /* (ukr_bf16 NULL: the bfloat16 one does not apply) */
 }
 
 /* Both tiles take 16 multiply-adds per FMA instruction, but the narrow
  * one loads a broadcast for every 16 of them, not every 32: on a Zen 4 it
  * was 15% slower on GEMMs of hundreds of channels (T15 B257 Ci1440 K14
- * Co256: 37.6 ms against 32.8), and twice as fast at 15-16 channels. */
+ * Co256: 37.6 ms against 32.8), and twice as fast at 15-16 channels. (The
+ * backward op's narrow implementations take it from their context.) */
 #define NARROW_FACTOR 1.15
 
 /* The implementation NAME: BASE's functions on the narrow view of the

@@ -1,6 +1,7 @@
 /* CPU feature detection and the kernel table (see cpu_features.h). */
 #include "compute/cpu_features.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,22 @@ const ctbc_kernel *ctbc_kernel_for_isa(ctbc_isa isa)
         if (kernel_table[i]->ukr)
             return kernel_table[i];
     return kernel_table[CTBC_ISA_PORTABLE];
+}
+
+static ctbc_kernel narrow_table[CTBC_ISA_AVX512_BF16 + 1];
+static bool narrow_present[CTBC_ISA_AVX512_BF16 + 1];
+static pthread_once_t narrow_once = PTHREAD_ONCE_INIT;
+
+static void make_narrow_table(void)
+{
+    for (int isa = CTBC_ISA_PORTABLE; isa <= CTBC_ISA_AVX512_BF16; isa++)
+        narrow_present[isa] = ctbc_kernel_narrowed(ctbc_kernel_for_isa((ctbc_isa)isa), &narrow_table[isa]);
+}
+
+const ctbc_kernel *ctbc_narrow_kernel_for_isa(ctbc_isa isa)
+{
+    pthread_once(&narrow_once, make_narrow_table);
+    return narrow_present[isa] ? &narrow_table[isa] : NULL;
 }
 
 ctbc_isa ctbc_isa_select(void)

@@ -33,5 +33,8 @@ ctbc_isa ctbc_isa_select(void);
 /* The kernel table entry of an ISA (never NULL, never a NULL ukr: falls back
  * to portable). */
 const ctbc_kernel *ctbc_kernel_for_isa(ctbc_isa isa);
+/* That entry on its narrow tile (ctbc_kernel_narrowed), or NULL where it
+ * has none; the pointer stays valid for the process. */
+const ctbc_kernel *ctbc_narrow_kernel_for_isa(ctbc_isa isa);
 
 #endif /* CONVTBC_COMPUTE_CPU_FEATURES_H */

@@ -9,6 +9,8 @@
 #ifndef CONVTBC_COMPUTE_DRIVER_H
 #define CONVTBC_COMPUTE_DRIVER_H
 
+#include <math.h>
+
 #include "compute/conv_tbc_compute.h"
 #include "compute/cpu_features.h"
 #include "compute/pack.h"
@@ -35,9 +37,15 @@ typedef struct {
     /* Tile multiply-adds (the plan's cost) below which a team of threads
      * costs more to start and join than it saves. */
     double team_min_work;
+    /* Cost of the narrow tile's multiply-add (ctbc_context_narrow) against
+     * the wide one's at equal fill. */
+    double narrow_tile_cost;
 } ctbc_context;
 
 void ctbc_context_for_isa(ctbc_isa isa, ctbc_context *context);
+/* The same on the ISA's narrow tile (ctbc_narrow_kernel_for_isa), its
+ * blocks sized for that tile; 0 where the ISA has none. */
+int ctbc_context_narrow(ctbc_isa isa, ctbc_context *context);
 
 /* Blocking chosen at plan time, stored in ctbc_plan.block[]. */
 typedef struct {
@@ -124,6 +132,63 @@ typedef struct ctbc_impl {
     void (*run_tile)(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch);
 } ctbc_impl;
 
+/*
+ * BASE on the ISA's narrow tile (ctbc_context_narrow), as the
+ * implementation NAME: BASE's plan sized for that tile and its tiles run
+ * with that kernel, whose bits are the wide one's. For problems whose
+ * channels fill a fraction of the wide tile's nr (16 of AVX-512's 32
+ * take the same instructions as 32). Applies where the ISA has a narrow
+ * tile and BASE applies on it; costs the context's narrow_tile_cost times
+ * BASE's cost there, with the wide tile's rows: only its columns count to its credit. (Its 8 rows
+ * fit 8 channels better than 6, but at equal columns it was slower: Zen 4,
+ * T1 B256 Ci1088 K1 Co8 bfloat16, gw_o_on_m 0.13 ms, on the narrow tile
+ * 0.16 ms.)
+ */
+static inline ctbc_run ctbc_run_narrow(const ctbc_run *run)
+{
+    ctbc_run narrow = *run;
+    narrow.kernel = ctbc_narrow_kernel_for_isa((ctbc_isa)run->blocking.isa);
+    return narrow;
+}
+#define CTBC_NARROW_IMPL(IDENT, NAME, BASE)                                                          \
+    static int IDENT##_applies(const ctbc_problem *p, const ctbc_context *ctx)                               \
+    {                                                                                                        \
+        ctbc_context narrow;                                                                                 \
+        return ctbc_context_narrow(ctx->isa, &narrow) && (BASE).applies(p, &narrow);                         \
+    }                                                                                                        \
+    static double IDENT##_cost(const ctbc_problem *p, const ctbc_context *ctx)                               \
+    {                                                                                                        \
+        ctbc_context narrow;                                                                                 \
+        if (!ctbc_context_narrow(ctx->isa, &narrow))                                                         \
+            return INFINITY;                                                                                 \
+        ctbc_kernel wide_rows = *narrow.kernel;                                                              \
+        wide_rows.mr = ctx->kernel->mr;                                                                      \
+        narrow.kernel = &wide_rows;                                                                          \
+        return ctx->narrow_tile_cost * (BASE).cost(p, &narrow);                                              \
+    }                                                                                                        \
+    static void IDENT##_plan(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)              \
+    {                                                                                                        \
+        ctbc_context narrow;                                                                                 \
+        if (ctbc_context_narrow(ctx->isa, &narrow)) /* (else never chosen: it does not apply) */            \
+            (BASE).plan(p, &narrow, bl);                                                                     \
+    }                                                                                                        \
+    static void IDENT##_scratch(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need)        \
+    {                                                                                                        \
+        (BASE).scratch(p, bl, need);                                                                         \
+    }                                                                                                        \
+    static int64_t IDENT##_tiles(const ctbc_run *run)                                                        \
+    {                                                                                                        \
+        const ctbc_run narrow = ctbc_run_narrow(run);                                                        \
+        return (BASE).tiles(&narrow);                                                                        \
+    }                                                                                                        \
+    static void IDENT##_run_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)             \
+    {                                                                                                        \
+        const ctbc_run narrow = ctbc_run_narrow(run);                                                        \
+        (BASE).run_tile(&narrow, tile, scratch);                                                             \
+    }                                                                                                        \
+    const ctbc_impl IDENT = {NAME,          IDENT##_applies, IDENT##_cost, IDENT##_plan, IDENT##_scratch,       \
+                             IDENT##_tiles, IDENT##_run_tile}
+
 /* The implementations of a gradient, best first, NULL-terminated. */
 const ctbc_impl *const *ctbc_impl_list(ctbc_gradient gradient);
 /* The one at `index` of that list. */
@@ -138,10 +203,12 @@ int ctbc_impl_choose(ctbc_gradient gradient, const ctbc_problem *problem, const 
                      uint32_t forced);
 
 extern const ctbc_impl ctbc_impl_gw_pairs, ctbc_impl_gw_c_on_m, ctbc_impl_gw_gemv, ctbc_impl_gw_o_on_m,
-    ctbc_impl_gw_c_on_m_bf16, ctbc_impl_gw_o_on_m_bf16, ctbc_impl_gw_reference;
+    ctbc_impl_gw_c_on_m_bf16, ctbc_impl_gw_o_on_m_bf16, ctbc_impl_gw_c_on_m_narrow, ctbc_impl_gw_o_on_m_narrow,
+    ctbc_impl_gw_reference;
 extern const ctbc_impl ctbc_impl_gi_merged_in_place, ctbc_impl_gi_merged, ctbc_impl_gi_in_place,
     ctbc_impl_gi_window, ctbc_impl_gi_c_on_m, ctbc_impl_gi_c_on_m_bf16, ctbc_impl_gi_dot, ctbc_impl_gi_dot_bf16,
-    ctbc_impl_gi_reference;
+    ctbc_impl_gi_merged_in_place_narrow, ctbc_impl_gi_merged_narrow, ctbc_impl_gi_in_place_narrow,
+    ctbc_impl_gi_window_narrow, ctbc_impl_gi_reference;
 extern const ctbc_impl ctbc_impl_gb_rows;
 
 /* Plans and scratch shared by implementations (blocking.c). */

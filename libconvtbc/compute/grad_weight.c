@@ -536,3 +536,7 @@ const ctbc_impl ctbc_impl_gw_gemv = {"gw_gemv", applies_gemv, cost_gemv, plan_ge
 /* per-tap GEMM, c_out on the mr side */
 const ctbc_impl ctbc_impl_gw_o_on_m = {"gw_o_on_m", ctbc_applies_always, cost_o_on_m, plan_o_on_m,
                                        ctbc_scratch_gw_gemm, ctbc_gw_tiles, gemm_tile};
+/* The per-tap GEMMs on the narrow tile, for few channels along the tile's
+ * columns. */
+CTBC_NARROW_IMPL(ctbc_impl_gw_c_on_m_narrow, "gw_c_on_m_narrow", ctbc_impl_gw_c_on_m);
+CTBC_NARROW_IMPL(ctbc_impl_gw_o_on_m_narrow, "gw_o_on_m_narrow", ctbc_impl_gw_o_on_m);

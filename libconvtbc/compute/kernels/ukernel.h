@@ -6,6 +6,7 @@
 #ifndef CONVTBC_COMPUTE_KERNELS_UKERNEL_H
 #define CONVTBC_COMPUTE_KERNELS_UKERNEL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /*
@@ -163,6 +164,19 @@ typedef struct {
 } ctbc_kernel;
 
 #define CTBC_NR_NARROW 16
+
+/* `kernel` as seen on its narrow tile: mr_narrow x CTBC_NR_NARROW, with the
+ * narrow micro-kernels in place of the wide ones (ukr_bf16 NULL where the
+ * entry has no narrow bfloat16 one); false where it has no narrow tile. */
+static inline bool ctbc_kernel_narrowed(const ctbc_kernel *kernel, ctbc_kernel *narrow)
+{
+    if (!kernel->ukr_narrow)
+        return false;
+    *narrow = *kernel;
+    narrow->mr = kernel->mr_narrow, narrow->nr = CTBC_NR_NARROW, narrow->ukr = kernel->ukr_narrow;
+    narrow->ukr_bf16 = kernel->ukr_bf16_narrow;
+    return true;
+}
 
 extern const ctbc_kernel ctbc_kernel_portable;
 extern const ctbc_kernel ctbc_kernel_avx2;
