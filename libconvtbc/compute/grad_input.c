@@ -390,7 +390,8 @@ const ctbc_impl ctbc_impl_gi_in_place = {"gi_in_place", applies_in_place, cost_w
 const ctbc_impl ctbc_impl_gi_window = {"gi_window", ctbc_applies_always, cost_window, plan_window,
                                        ctbc_scratch_gi_window, gi_tiles, window_tile};
 
-/* The same on the narrow tile, for few input channels. */CTBC_NARROW_IMPL(ctbc_impl_gi_merged_in_place_narrow, "gi_merged_in_place_narrow", ctbc_impl_gi_merged_in_place);
+/* The same on the narrow tile, for few input channels. */
+CTBC_NARROW_IMPL(ctbc_impl_gi_merged_in_place_narrow, "gi_merged_in_place_narrow", ctbc_impl_gi_merged_in_place);
 CTBC_NARROW_IMPL(ctbc_impl_gi_merged_narrow, "gi_merged_narrow", ctbc_impl_gi_merged);
 CTBC_NARROW_IMPL(ctbc_impl_gi_in_place_narrow, "gi_in_place_narrow", ctbc_impl_gi_in_place);
 CTBC_NARROW_IMPL(ctbc_impl_gi_window_narrow, "gi_window_narrow", ctbc_impl_gi_window);
