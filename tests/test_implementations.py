@@ -35,8 +35,8 @@ GRAD_INPUT = ["gi_merged_in_place", "gi_merged", "gi_in_place", "gi_window", "gi
               "gi_dot", "gi_dot_bf16", "gi_merged_in_place_narrow", "gi_merged_narrow", "gi_in_place_narrow",
               "gi_window_narrow", "gi_reference"]
 GRAD_WEIGHT = ["gw_pairs", "gw_c_on_m", "gw_gemv", "gw_o_on_m", "gw_c_on_m_bf16", "gw_o_on_m_bf16",
-               "gw_c_on_m_narrow", "gw_o_on_m_narrow", "gw_reference", "gw_pairs", "gw_c_on_m",
-               "gw_o_on_m_narrow", "gw_c_on_m_narrow"]
+               "gw_c_on_m_narrow", "gw_o_on_m_narrow", "gw_c_on_m_bf16_narrow", "gw_o_on_m_bf16_narrow",
+               "gw_reference", "gw_pairs", "gw_c_on_m"]
 # forced together, one of each gradient per run (some grad_weight ones
 # twice, so that both lists are walked in one pass)
 FORCED = [f"{gi},{gw}" for gi, gw in zip(GRAD_INPUT, GRAD_WEIGHT)]

@@ -204,7 +204,7 @@ int ctbc_impl_choose(ctbc_gradient gradient, const ctbc_problem *problem, const 
 
 extern const ctbc_impl ctbc_impl_gw_pairs, ctbc_impl_gw_c_on_m, ctbc_impl_gw_gemv, ctbc_impl_gw_o_on_m,
     ctbc_impl_gw_c_on_m_bf16, ctbc_impl_gw_o_on_m_bf16, ctbc_impl_gw_c_on_m_narrow, ctbc_impl_gw_o_on_m_narrow,
-    ctbc_impl_gw_reference;
+    ctbc_impl_gw_c_on_m_bf16_narrow, ctbc_impl_gw_o_on_m_bf16_narrow, ctbc_impl_gw_reference;
 extern const ctbc_impl ctbc_impl_gi_merged_in_place, ctbc_impl_gi_merged, ctbc_impl_gi_in_place,
     ctbc_impl_gi_window, ctbc_impl_gi_c_on_m, ctbc_impl_gi_c_on_m_bf16, ctbc_impl_gi_dot, ctbc_impl_gi_dot_bf16,
     ctbc_impl_gi_merged_in_place_narrow, ctbc_impl_gi_merged_narrow, ctbc_impl_gi_in_place_narrow,

@@ -21,7 +21,7 @@ static const ctbc_impl *const grad_input_impls[] = {
 static const ctbc_impl *const grad_weight_impls[] = {
     &ctbc_impl_gw_pairs,        &ctbc_impl_gw_c_on_m,       &ctbc_impl_gw_gemv,     &ctbc_impl_gw_o_on_m,
     &ctbc_impl_gw_c_on_m_bf16, &ctbc_impl_gw_o_on_m_bf16, &ctbc_impl_gw_c_on_m_narrow, &ctbc_impl_gw_o_on_m_narrow,
-    &ctbc_impl_gw_reference,   NULL,
+    &ctbc_impl_gw_c_on_m_bf16_narrow, &ctbc_impl_gw_o_on_m_bf16_narrow, &ctbc_impl_gw_reference, NULL,
 };
 static const ctbc_impl *const grad_bias_impls[] = {&ctbc_impl_gb_rows, NULL};
 
