@@ -45,8 +45,10 @@ FORCED = [f"{gi},{gw}" for gi, gw in zip(GRAD_INPUT, GRAD_WEIGHT)]
 # GEMV), a batch of 8+ with few channels (pairs), c_in past one 256-wide
 # block, enough work for a parallel run, the smallest problem, and few input
 # channels over many (t, b) rows (several gi_c_on_m tiles, taps that reach
-# only some rows of a 32-row strip), and one input channel (a GEMV along
-# c_out).
+# only some rows of a 32-row strip), one input channel (a GEMV along
+# c_out), and fewer (t, b) rows than the dot kernel's four, every tap
+# reaching grad_output from a fourth step (gi_dot's group runs past the
+# last row), with more channels than a dot tile takes.
 PROBLEMS = [
     (7, 3, 5, 3, 4, 2),
     (3, 2, 9, 6, 5, 4),
@@ -57,6 +59,7 @@ PROBLEMS = [
     (1, 1, 1, 1, 1, 0),
     (40, 9, 6, 5, 20, 3),
     (30, 5, 1, 4, 40, 2),
+    (3, 1, 40, 3, 20, 4),
 ]
 DTYPES = {"float32": F32, "float16": F16, "bfloat16": BF16}
 
