@@ -32,11 +32,11 @@ HAS_VDPBF16PS = runtime_info()["compute"]["kernel"] == "avx512_bf16"
 HAS_NARROW_TILE = runtime_info()["compute"]["kernel"] in ("avx512", "avx512_bf16")
 
 GRAD_INPUT = ["gi_merged_in_place", "gi_merged", "gi_in_place", "gi_window", "gi_c_on_m", "gi_c_on_m_bf16",
-              "gi_dot", "gi_dot_bf16", "gi_merged_in_place_narrow", "gi_merged_narrow", "gi_in_place_narrow",
-              "gi_window_narrow", "gi_reference"]
+              "gi_dot", "gi_dot_bf16", "gi_dot_f16", "gi_merged_in_place_narrow", "gi_merged_narrow",
+              "gi_in_place_narrow", "gi_window_narrow", "gi_reference"]
 GRAD_WEIGHT = ["gw_pairs", "gw_c_on_m", "gw_gemv", "gw_o_on_m", "gw_c_on_m_bf16", "gw_o_on_m_bf16",
                "gw_c_on_m_narrow", "gw_o_on_m_narrow", "gw_c_on_m_bf16_narrow", "gw_o_on_m_bf16_narrow",
-               "gw_reference", "gw_pairs", "gw_c_on_m"]
+               "gw_reference", "gw_pairs", "gw_c_on_m", "gw_o_on_m"]
 # forced together, one of each gradient per run (some grad_weight ones
 # twice, so that both lists are walked in one pass)
 FORCED = [f"{gi},{gw}" for gi, gw in zip(GRAD_INPUT, GRAD_WEIGHT)]
@@ -75,6 +75,8 @@ def applies(name, problem, dtype):
         return dtype == "bfloat16" and HAS_VDPBF16PS
     if name == "gi_dot":
         return dtype == "float32"  # float32 grad_output and weight, read along o
+    if name == "gi_dot_f16":
+        return dtype == "float16"  # (and a tile's float32 copies within the budget)
     if name == "gw_gemv":
         return c_out == 1 or problem[2] == 1
     if name == "gw_pairs":

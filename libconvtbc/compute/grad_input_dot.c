@@ -39,78 +39,120 @@ typedef struct {
                 int64_t ldc);
 } dot_kind;
 
-static int64_t row_tiles(const ctbc_problem *p) { return ctbc_ceil_div(p->t * p->b, DOT_TILE_ROWS); }
+/* How a problem's (t, b) rows and channels are cut into tiles. */
+typedef struct {
+    int64_t rows, channels; /* a tile's, at most */
+    int64_t row_tiles, tiles;
+} dot_tiling;
 
-static int64_t channels_a_tile(const ctbc_problem *p)
+static dot_tiling tiling_with(const ctbc_problem *p, int64_t rows)
 {
-    return row_tiles(p) < DOT_MIN_TILES ? DOT_TILE_CHANNELS : ctbc_max(p->c_in, 1);
+    dot_tiling tl = {rows, ctbc_max(p->c_in, 1), ctbc_ceil_div(p->t * p->b, rows), 0};
+    if (tl.row_tiles < DOT_MIN_TILES)
+        tl.channels = DOT_TILE_CHANNELS;
+    tl.tiles = tl.row_tiles * ctbc_ceil_div(p->c_in, tl.channels);
+    return tl;
 }
 
-static int64_t dot_tiles(const ctbc_run *run)
+static dot_tiling tiling_in_place(const ctbc_problem *p) { return tiling_with(p, DOT_TILE_ROWS); }
+
+static int64_t dot_tiles(const ctbc_run *run) { return tiling_in_place(run->problem).tiles; }
+
+/* Where the kernel reads grad_output and the weight: the operands where
+ * they lie, or (gi_dot_f16) float32 copies of the steps from `g_first` on
+ * and of the channels from `w_first` on; strides in elements. */
+typedef struct {
+    const char *g;
+    int64_t g_s0, g_s1, g_first;
+    const char *w;
+    int64_t w_s0, w_s1, w_first;
+} dot_source;
+
+static dot_source source_in_place(const ctbc_run *run)
 {
-    const ctbc_problem *p = run->problem;
-    return row_tiles(p) * ctbc_ceil_div(p->c_in, channels_a_tile(p));
+    const ctbc_operand *g = &run->grad_output, *w = &run->weight;
+    return (dot_source){g->data, g->s0, g->s1, 0, w->data, w->s0, w->s1, 0};
+}
+
+static const char *g_at(const dot_source *src, const dot_kind *kind, int64_t step, int64_t b)
+{
+    return src->g + ((step - src->g_first) * src->g_s0 + b * src->g_s1) * kind->element_bytes;
+}
+
+static const char *w_at(const dot_source *src, const dot_kind *kind, int64_t k, int64_t c)
+{
+    return src->w + (k * src->w_s0 + (c - src->w_first) * src->w_s1) * kind->element_bytes;
 }
 
 /* Adds to sums[0..nc) the taps [k0, k1) of (t, b) row `row` and channels
  * [c0, c0 + nc), one call a tap. */
-static void row_taps(const ctbc_run *run, const dot_kind *kind, int64_t row, int64_t c0, int64_t nc, int64_t k0,
-                     int64_t k1, float *sums, float *one)
+static void row_taps(const ctbc_run *run, const dot_kind *kind, const dot_source *src, int64_t row, int64_t c0,
+                     int64_t nc, int64_t k0, int64_t k1, float *sums, float *one)
 {
     const ctbc_problem *p = run->problem;
-    const ctbc_operand *g = &run->grad_output, *w = &run->weight;
     const int64_t t = row / p->b, b = row % p->b;
     for (int64_t k = k0; k < k1; k++) {
         if (!ctbc_tap_reaches(p, t, k))
             continue;
-        const ctbc_dot_args args = {nc, 1, p->c_out, 0, 0, w->s1, 0};
-        const char *a = (const char *)g->data + ((t + p->pad - k) * g->s0 + b * g->s1) * kind->element_bytes;
-        const char *bw = (const char *)w->data + (k * w->s0 + c0 * w->s1) * kind->element_bytes;
-        kind->dot(run->kernel, &args, a, bw, one, nc);
+        const ctbc_dot_args args = {nc, 1, p->c_out, 0, 0, src->w_s1, 0};
+        kind->dot(run->kernel, &args, g_at(src, kind, t + p->pad - k, b), w_at(src, kind, k, c0), one, nc);
         for (int64_t c = 0; c < nc; c++)
             sums[c] += one[c];
     }
 }
 
-static void dot_tile(const ctbc_run *run, const dot_kind *kind, int64_t tile, const ctbc_scratch *scratch)
+/* The tile's rows [r0, r1) and channels [c0, c0 + nc), read from src. */
+typedef struct {
+    int64_t r0, r1, c0, nc;
+} dot_tile_part;
+
+static dot_tile_part part_of(const ctbc_problem *p, const dot_tiling *tl, int64_t tile)
+{
+    const int64_t r0 = tile % tl->row_tiles * tl->rows, c0 = tile / tl->row_tiles * tl->channels;
+    return (dot_tile_part){r0, ctbc_min(p->t * p->b, r0 + tl->rows), c0, ctbc_min(tl->channels, p->c_in - c0)};
+}
+
+static void dot_tile(const ctbc_run *run, const dot_kind *kind, const dot_source *src, dot_tile_part part,
+                     float *sums)
 {
     const ctbc_problem *p = run->problem;
-    const ctbc_operand *g = &run->grad_output, *w = &run->weight;
-    const int64_t rows_total = p->t * p->b, b_size = p->b, per_tile = channels_a_tile(p);
-    const int64_t ri = tile % row_tiles(p), c0 = tile / row_tiles(p) * per_tile;
-    const int64_t nc = ctbc_min(per_tile, p->c_in - c0);
-    const int64_t r0 = ri * DOT_TILE_ROWS, r1 = ctbc_min(rows_total, r0 + DOT_TILE_ROWS);
-    float *sums = scratch->cbuf;                    /* [CTBC_DOT_ROWS][nc] */
-    float *one = sums + CTBC_DOT_ROWS * nc;         /* [CTBC_DOT_ROWS][nc] */
-    for (int64_t row = r0; row < r1; row += CTBC_DOT_ROWS) {
+    const int64_t rows_total = p->t * p->b, b_size = p->b, c0 = part.c0, nc = part.nc;
+    float *one = sums + CTBC_DOT_ROWS * nc;         /* sums, one: [CTBC_DOT_ROWS][nc] */
+    for (int64_t row = part.r0; row < part.r1; row += CTBC_DOT_ROWS) {
         /* the kernel's rows: this group, shifted back to end at the last
          * row where fewer are left (its first rows computed again, the
          * same bits); where the problem has fewer rows, the group runs
          * past the last one, into grad_output rows that exist for the taps
          * taken together (their sums are dropped) */
         const int64_t group = rows_total >= CTBC_DOT_ROWS ? ctbc_min(row, rows_total - CTBC_DOT_ROWS) : row;
-        const int64_t done_to = ctbc_min(r1, group + CTBC_DOT_ROWS);
+        const int64_t done_to = ctbc_min(part.r1, group + CTBC_DOT_ROWS);
         const int64_t t_first = group / b_size, t_last = (group + CTBC_DOT_ROWS - 1) / b_size;
         int64_t step;
         ctbc_range all = {0, 0};
-        if (ctbc_rows_evenly_spaced(g->s0, g->s1, b_size, group, group + CTBC_DOT_ROWS - 1, &step))
+        if (ctbc_rows_evenly_spaced(src->g_s0, src->g_s1, b_size, group, group + CTBC_DOT_ROWS - 1, &step))
             all = ctbc_taps_between(p, t_last, t_first, 0, p->k);
         if (all.lo < all.hi) {
-            const ctbc_dot_args args = {nc, all.hi - all.lo, p->c_out, step, -g->s0, w->s1, w->s0};
-            const int64_t a_offset = (t_first + p->pad - all.lo) * g->s0 + (group % b_size) * g->s1;
-            kind->dot(run->kernel, &args, (const char *)g->data + a_offset * kind->element_bytes,
-                      (const char *)w->data + (all.lo * w->s0 + c0 * w->s1) * kind->element_bytes, sums, nc);
+            const ctbc_dot_args args = {nc, all.hi - all.lo, p->c_out, step, -src->g_s0, src->w_s1, src->w_s0};
+            kind->dot(run->kernel, &args, g_at(src, kind, t_first + p->pad - all.lo, group % b_size),
+                      w_at(src, kind, all.lo, c0), sums, nc);
         } else {
             all.lo = all.hi = 0;
             memset(sums, 0, sizeof(float) * (size_t)(CTBC_DOT_ROWS * nc));
         }
         for (int64_t r = row; r < done_to; r++) {
             float *s = sums + (r - group) * nc;
-            row_taps(run, kind, r, c0, nc, 0, all.lo, s, one);
-            row_taps(run, kind, r, c0, nc, all.hi, p->k, s, one);
+            row_taps(run, kind, src, r, c0, nc, 0, all.lo, s, one);
+            row_taps(run, kind, src, r, c0, nc, all.hi, p->k, s, one);
         }
         ctbc_write_tile(&run->gi_out, c0 * run->gi_out.cs, sums + (row - group) * nc, nc, done_to - row, nc, row);
     }
+}
+
+static void tile_in_place(const ctbc_run *run, const dot_kind *kind, int64_t tile, const ctbc_scratch *scratch)
+{
+    const dot_source src = source_in_place(run);
+    const dot_tiling tl = tiling_in_place(run->problem);
+    dot_tile(run, kind, &src, part_of(run->problem, &tl, tile), scratch->cbuf);
 }
 
 /* ---- gi_dot: float32 ------------------------------------------------------- */
@@ -125,7 +167,7 @@ static const dot_kind FLOATS = {4, dot_floats};
 
 static void floats_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)
 {
-    dot_tile(run, &FLOATS, tile, scratch);
+    tile_in_place(run, &FLOATS, tile, scratch);
 }
 
 /* Both operands are read along o where they lie. */
@@ -152,7 +194,7 @@ static const dot_kind PAIRS = {2, dot_pairs};
 
 static void pairs_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)
 {
-    dot_tile(run, &PAIRS, tile, scratch);
+    tile_in_place(run, &PAIRS, tile, scratch);
 }
 
 static int applies_pairs(const ctbc_problem *p, const ctbc_context *ctx)
@@ -161,12 +203,76 @@ static int applies_pairs(const ctbc_problem *p, const ctbc_context *ctx)
            p->rounding != CTBC_ROUND_FP16 && along_o(p);
 }
 
+/* ---- gi_dot_f16: float16, widened a tile at a time ------------------------ */
+
+/* The grad_output steps the kernel groups of a tile's rows read, and their
+ * float32 copy's size at most: the tile's rows, a group shifted back into
+ * it, and the taps of both ends. */
+static ctbc_range window_steps(const ctbc_problem *p, dot_tile_part part)
+{
+    const int64_t rows_total = p->t * p->b;
+    const int64_t g_lo = rows_total >= CTBC_DOT_ROWS ? ctbc_min(part.r0, rows_total - CTBC_DOT_ROWS) : part.r0;
+    const int64_t g_hi = ctbc_max(part.r1, g_lo + CTBC_DOT_ROWS);
+    const int64_t lo = ctbc_max(0, g_lo / p->b + p->pad - (p->k - 1));
+    return (ctbc_range){lo, ctbc_max(lo, ctbc_min(p->t_out, (g_hi - 1) / p->b + p->pad + 1))};
+}
+
+/* Tiles of at least as many steps as taps: each widens at most about twice
+ * the grad_output rows it reads per tap. */
+static dot_tiling tiling_halves(const ctbc_problem *p)
+{
+    return tiling_with(p, ctbc_max(DOT_TILE_ROWS, ctbc_round_up((p->k - 1) * p->b, DOT_TILE_ROWS)));
+}
+
+static int64_t halves_tiles(const ctbc_run *run) { return tiling_halves(run->problem).tiles; }
+
+static int64_t window_floats(const ctbc_problem *p)
+{
+    const int64_t steps = (tiling_halves(p).rows + CTBC_DOT_ROWS - 1) / ctbc_max(p->b, 1) + 2 + p->k - 1;
+    return ctbc_min(steps, p->t_out) * p->b * p->c_out;
+}
+
+static int64_t weight_floats(const ctbc_problem *p)
+{
+    return p->k * ctbc_min(tiling_halves(p).channels, p->c_in) * p->c_out;
+}
+
+static void halves_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)
+{
+    const ctbc_problem *p = run->problem;
+    const dot_tiling tl = tiling_halves(p);
+    const dot_tile_part part = part_of(p, &tl, tile);
+    const ctbc_range steps = window_steps(p, part);
+    float *window = scratch->abuf, *weight = scratch->bbuf;
+    ctbc_pack_rows(window, p->c_out, (steps.hi - steps.lo) * p->b, &run->grad_output, p->b, steps.lo * p->b, 0,
+                   p->t_out * p->b, 0, p->c_out);
+    for (int64_t k = 0; k < p->k; k++)
+        ctbc_pack_rows(weight + k * part.nc * p->c_out, p->c_out, part.nc, &run->weight, p->c_in,
+                       k * p->c_in + part.c0, 0, p->k * p->c_in, 0, p->c_out);
+    const dot_source src = {(const char *)window, p->b * p->c_out, p->c_out, steps.lo,
+                            (const char *)weight, part.nc * p->c_out, p->c_out, part.c0};
+    dot_tile(run, &FLOATS, &src, part, scratch->cbuf);
+}
+
+static int applies_halves(const ctbc_problem *p, const ctbc_context *ctx)
+{
+    return ctx->kernel->dot && p->grad_output.dtype == CTBC_F16 && p->weight.dtype == CTBC_F16 &&
+           window_floats(p) + weight_floats(p) <= ctx->budget_floats;
+}
+
 /* ---- plans and costs ------------------------------------------------------- */
 
 static void scratch_dot(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need)
 {
     (void)bl;
     need->cbuf = ctbc_max(need->cbuf, 2 * CTBC_DOT_ROWS * ctbc_round_up(ctbc_max(p->c_in, 1), 16));
+}
+
+static void scratch_halves(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need)
+{
+    scratch_dot(p, bl, need);
+    need->abuf = ctbc_max(need->abuf, ctbc_round_up(window_floats(p), 16));
+    need->bbuf = ctbc_max(need->bbuf, ctbc_round_up(weight_floats(p), 16));
 }
 
 /*
@@ -213,7 +319,30 @@ static double cost_pairs(const ctbc_problem *p, const ctbc_context *ctx)
     return cost_with(p, DOT_FACTOR_BF16);
 }
 
+/* Widening an element costs about HALVES_WIDEN multiply-adds of the dot;
+ * a tile widens its window of grad_output and its weight panel, which the
+ * dot kernel then reads once for every pair of channels (dot_rows.h), from
+ * L2, not L1. Zen 4, two threads, gi_c_on_m (or gi_merged_narrow) -> this:
+ * T1067 B8 Ci1 K55 Co472 float16 46 -> 11.9 ms, T1774 B21 Ci1 K141 Co71
+ * 42 -> 30-33 ms, T2208 B93 Ci2 K5 Co99 32 -> 23-28 ms; before counting
+ * the pairs, T599 B6 Ci3 K1 Co28 0.14 -> 0.16 ms, T110 B26 Ci7 K11 Co119
+ * 1.11 -> 1.34 ms. */
+#define HALVES_WIDEN 4.0
+
+static double cost_halves(const ctbc_problem *p, const ctbc_context *ctx)
+{
+    (void)ctx;
+    const dot_tiling tl = tiling_halves(p);
+    const double macs = (double)ctbc_min(tl.rows, p->t * p->b) * (double)p->k *
+                        (double)ctbc_min(tl.channels, p->c_in) * (double)p->c_out;
+    const double channel_pairs = (double)ctbc_ceil_div(ctbc_min(tl.channels, p->c_in), 2);
+    return cost_with(p, DOT_FACTOR) * channel_pairs +
+           HALVES_WIDEN * (double)(window_floats(p) + weight_floats(p)) / fmax(macs, 1.0);
+}
+
 const ctbc_impl ctbc_impl_gi_dot = {"gi_dot", applies_floats, cost_floats, ctbc_plan_nothing,
                                     scratch_dot, dot_tiles, floats_tile};
 const ctbc_impl ctbc_impl_gi_dot_bf16 = {"gi_dot_bf16", applies_pairs, cost_pairs, ctbc_plan_nothing,
                                          scratch_dot, dot_tiles, pairs_tile};
+const ctbc_impl ctbc_impl_gi_dot_f16 = {"gi_dot_f16", applies_halves, cost_halves, ctbc_plan_nothing,
+                                        scratch_halves, halves_tiles, halves_tile};
