@@ -15,9 +15,11 @@
  * valid for it alone in calls of its own (a_row 0: the kernel's rows all
  * read that row), added after, in tap order.
  *
- * Two implementations share the driver: gi_dot on float32 operands that
- * nothing rounds, and gi_dot_bf16 on bfloat16 operands through VDPBF16PS
- * (ctbc_dot_bf16_fn; the rule of gi_c_on_m_bf16).
+ * Three implementations share the driver: gi_dot on float32 operands that
+ * nothing rounds, gi_dot_bf16 on bfloat16 operands through VDPBF16PS
+ * (ctbc_dot_bf16_fn; the rule of gi_c_on_m_bf16), and gi_dot_f16 on
+ * float16 operands, which each tile first widens into float32 copies (its
+ * grad_output steps and weight channels) that the float32 kernel reads.
  */
 #include <math.h>
 #include <string.h>
