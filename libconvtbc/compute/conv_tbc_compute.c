@@ -54,22 +54,22 @@ static ctbc_scratch scratch_of(float *base, const ctbc_ws_layout *layout, int wo
  * then grad_bias, each computed by its gradient's implementation. */
 typedef struct {
     const ctbc_impl *impl[CTBC_GRADIENTS];
+    const ctbc_run *run[CTBC_GRADIENTS]; /* what each one's tiles read */
     int64_t first[CTBC_GRADIENTS + 1]; /* item of each one's tile 0; the total */
 } work_items;
 
 static const ctbc_gradient ITEM_ORDER[CTBC_GRADIENTS] = {CTBC_GRAD_WEIGHT, CTBC_GRAD_INPUT, CTBC_GRAD_BIAS};
 
-static void run_item(const ctbc_run *run, const work_items *items, int64_t item, const ctbc_scratch *scratch)
+static void run_item(const work_items *items, int64_t item, const ctbc_scratch *scratch)
 {
     int g = 0;
     while (item >= items->first[g + 1])
         g++;
-    items->impl[g]->run_tile(run, item - items->first[g], scratch);
+    items->impl[g]->run_tile(items->run[g], item - items->first[g], scratch);
 }
 
 /* What every thread of a run's team reads. */
 typedef struct {
-    const ctbc_run *run;
     const work_items *items;
     float *base;
     const ctbc_ws_layout *layout;
@@ -79,7 +79,7 @@ static void run_item_of(void *context, int64_t item, int worker)
 {
     const item_context *c = context;
     const ctbc_scratch scratch = scratch_of(c->base, c->layout, worker);
-    run_item(c->run, c->items, item, &scratch);
+    run_item(c->items, item, &scratch);
 }
 
 void ctbc_execute(const ctbc_plan *plan, const ctbc_buffers *buffers, void *workspace)
@@ -109,13 +109,23 @@ void ctbc_execute(const ctbc_plan *plan, const ctbc_buffers *buffers, void *work
     memcpy(&layout, plan->scratch_floats, sizeof(layout));
     float *base = (float *)(((uintptr_t)workspace + (WS_ALIGN - 1)) & ~(uintptr_t)(WS_ALIGN - 1));
 
+    /* the same run on the narrow tile, for implementations that use it
+     * (the plan chose them only where the ISA has one) */
+    ctbc_run on_narrow;
+
     work_items items;
     items.first[0] = 0;
     for (int i = 0; i < CTBC_GRADIENTS; i++) {
         items.impl[i] = ctbc_impl_at(ITEM_ORDER[i], run.blocking.impl[ITEM_ORDER[i]]);
-        items.first[i + 1] = items.first[i] + items.impl[i]->tiles(&run);
+        items.run[i] = &run;
+        if (items.impl[i]->narrow_tile) {
+            on_narrow = run;
+            on_narrow.kernel = ctbc_narrow_kernel_for_isa((ctbc_isa)run.blocking.isa);
+            items.run[i] = &on_narrow;
+        }
+        items.first[i + 1] = items.first[i] + items.impl[i]->tiles(items.run[i]);
     }
     const int64_t n_items = items.first[CTBC_GRADIENTS];
-    const item_context context = {&run, &items, base, &layout};
+    const item_context context = {&items, base, &layout};
     ctbc_team_run(run.blocking.parallel ? plan->threads : 1, n_items, run_item_of, (void *)&context);
 }

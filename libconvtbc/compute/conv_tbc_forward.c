@@ -738,11 +738,8 @@ static double gemm_cost(const ctbc_forward_plan *plan, const ctbc_kernel *kernel
  * where it has one: few output channels fill an nr-wide tile with padding
  * columns (16 of AVX-512's 32 take the same instructions as 32). The
  * narrow tiles keep the wide ones' bits, so the outputs are forward_gemm's
- * (and forward_gemm_bf16_narrow's forward_gemm_bf16's). */
-static bool narrow_view(const ctbc_kernel *kernel, ctbc_kernel *narrow)
-{
-    return ctbc_kernel_narrowed(kernel, narrow); /* (ukr_bf16 NULL: the bfloat16 one does not apply) */
-}
+ * (and forward_gemm_bf16_narrow's forward_gemm_bf16's; the narrowed
+ * kernel's ukr_bf16 is NULL where the bfloat16 one does not apply). */
 
 /* Both tiles take 16 multiply-adds per FMA instruction, but the narrow
  * one loads a broadcast for every 16 of them, not every 32: on a Zen 4 it
@@ -757,22 +754,22 @@ static bool narrow_view(const ctbc_kernel *kernel, ctbc_kernel *narrow)
     static size_t NAME##_scratch(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)                     \
     {                                                                                                          \
         ctbc_kernel narrow;                                                                                    \
-        return narrow_view(kernel, &narrow) ? BASE##_scratch(plan, &narrow) : SIZE_MAX;                        \
+        return ctbc_kernel_narrowed(kernel, &narrow) ? BASE##_scratch(plan, &narrow) : SIZE_MAX;               \
     }                                                                                                          \
     static double NAME##_cost(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)                        \
     {                                                                                                          \
         ctbc_kernel narrow;                                                                                    \
-        return narrow_view(kernel, &narrow) ? NARROW_FACTOR * BASE##_cost(plan, &narrow) : HUGE_VAL;           \
+        return ctbc_kernel_narrowed(kernel, &narrow) ? NARROW_FACTOR * BASE##_cost(plan, &narrow) : HUGE_VAL;  \
     }                                                                                                          \
     static int64_t NAME##_items(const ctbc_forward_plan *plan, const ctbc_kernel *kernel)                      \
     {                                                                                                          \
         ctbc_kernel narrow;                                                                                    \
-        return narrow_view(kernel, &narrow) ? BASE##_items(plan, &narrow) : 1;                                 \
+        return ctbc_kernel_narrowed(kernel, &narrow) ? BASE##_items(plan, &narrow) : 1;                        \
     }                                                                                                          \
     static void NAME##_run(const forward_run *run, float *scratch)                                             \
     {                                                                                                          \
         ctbc_kernel narrow;                                                                                    \
-        narrow_view(run->kernel, &narrow); /* (the plan checked it) */                                        \
+        ctbc_kernel_narrowed(run->kernel, &narrow); /* (the plan checked it) */                                \
         forward_run on_narrow = *run;                                                                          \
         on_narrow.kernel = &narrow;                                                                            \
         BASE##_run(&on_narrow, scratch);                                                                       \
@@ -1380,7 +1377,7 @@ typedef struct {
 static bool tail_parts_of(const ctbc_forward_plan *plan, const ctbc_kernel *kernel, tail_parts *parts)
 {
     const ctbc_forward_problem *p = &plan->problem;
-    parts->head = narrow_view(kernel, &parts->narrow) ? &parts->narrow : kernel;
+    parts->head = ctbc_kernel_narrowed(kernel, &parts->narrow) ? &parts->narrow : kernel;
     const int64_t tail = p->c_out > parts->head->nr ? p->c_out % parts->head->nr : 0;
     if (tail < 1 || tail > TAIL_MAX_COLUMNS || !unrounded_float32(p, p->self.dtype))
         return false;

@@ -130,27 +130,24 @@ typedef struct ctbc_impl {
     void (*scratch)(const ctbc_problem *problem, const ctbc_blocking *blocking, ctbc_ws_layout *need);
     int64_t (*tiles)(const ctbc_run *run);
     void (*run_tile)(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch);
+    /* 1: tiles and run_tile get a run whose kernel is the ISA's narrow one
+     * (ctbc_narrow_kernel_for_isa; set once per call by ctbc_execute) */
+    int narrow_tile;
 } ctbc_impl;
 
 /*
  * BASE on the ISA's narrow tile (ctbc_context_narrow), as the
  * implementation NAME: BASE's plan sized for that tile and its tiles run
- * with that kernel, whose bits are the wide one's. For problems whose
- * channels fill a fraction of the wide tile's nr (16 of AVX-512's 32
- * take the same instructions as 32). Applies where the ISA has a narrow
- * tile and BASE applies on it; costs the context's narrow_tile_cost times
- * BASE's cost there, with the wide tile's rows: only its columns count to its credit. (Its 8 rows
- * fit 8 channels better than 6, but at equal columns it was slower: Zen 4,
- * T1 B256 Ci1088 K1 Co8 bfloat16, gw_o_on_m 0.13 ms, on the narrow tile
- * 0.16 ms.)
+ * with that kernel (narrow_tile), whose bits are the wide one's. For
+ * problems whose channels fill a fraction of the wide tile's nr (16 of
+ * AVX-512's 32 take the same instructions as 32). Applies where the ISA
+ * has a narrow tile and BASE applies on it; costs the context's
+ * narrow_tile_cost times BASE's cost there, with the wide tile's rows:
+ * only its columns count to its credit. (Its 8 rows fit 8 channels better
+ * than 6, but at equal columns it was slower: Zen 4, T1 B256 Ci1088 K1 Co8
+ * bfloat16, gw_o_on_m 0.13 ms, on the narrow tile 0.16 ms.)
  */
-static inline ctbc_run ctbc_run_narrow(const ctbc_run *run)
-{
-    ctbc_run narrow = *run;
-    narrow.kernel = ctbc_narrow_kernel_for_isa((ctbc_isa)run->blocking.isa);
-    return narrow;
-}
-#define CTBC_NARROW_IMPL(IDENT, NAME, BASE)                                                          \
+#define CTBC_NARROW_IMPL(IDENT, NAME, BASE)                                                                  \
     static int IDENT##_applies(const ctbc_problem *p, const ctbc_context *ctx)                               \
     {                                                                                                        \
         ctbc_context narrow;                                                                                 \
@@ -176,18 +173,13 @@ static inline ctbc_run ctbc_run_narrow(const ctbc_run *run)
     {                                                                                                        \
         (BASE).scratch(p, bl, need);                                                                         \
     }                                                                                                        \
-    static int64_t IDENT##_tiles(const ctbc_run *run)                                                        \
-    {                                                                                                        \
-        const ctbc_run narrow = ctbc_run_narrow(run);                                                        \
-        return (BASE).tiles(&narrow);                                                                        \
-    }                                                                                                        \
+    static int64_t IDENT##_tiles(const ctbc_run *run) { return (BASE).tiles(run); }                          \
     static void IDENT##_run_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)             \
     {                                                                                                        \
-        const ctbc_run narrow = ctbc_run_narrow(run);                                                        \
-        (BASE).run_tile(&narrow, tile, scratch);                                                             \
+        (BASE).run_tile(run, tile, scratch);                                                                 \
     }                                                                                                        \
-    const ctbc_impl IDENT = {NAME,          IDENT##_applies, IDENT##_cost, IDENT##_plan, IDENT##_scratch,       \
-                             IDENT##_tiles, IDENT##_run_tile}
+    const ctbc_impl IDENT = {NAME,          IDENT##_applies, IDENT##_cost,    IDENT##_plan, IDENT##_scratch, \
+                             IDENT##_tiles, IDENT##_run_tile, .narrow_tile = 1}
 
 /* The implementations of a gradient, best first, NULL-terminated. */
 const ctbc_impl *const *ctbc_impl_list(ctbc_gradient gradient);

@@ -69,4 +69,4 @@ static void plan_rows(const ctbc_problem *p, const ctbc_context *ctx, ctbc_block
 
 /* plain loops already: the reference too */
 const ctbc_impl ctbc_impl_gb_rows = {"gb_rows", ctbc_applies_always, cost_rows, plan_rows, ctbc_scratch_none,
-                                     gb_tiles, gb_tile};
+                                     gb_tiles, gb_tile, 0};

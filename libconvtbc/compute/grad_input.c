@@ -382,13 +382,13 @@ static void plan_window(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blo
 
 const ctbc_impl ctbc_impl_gi_merged_in_place = {"gi_merged_in_place", applies_in_place, cost_merged,
                                                 plan_merged_in_place, ctbc_scratch_gi_window, gi_tiles,
-                                                window_tile};
+                                                window_tile, 0};
 const ctbc_impl ctbc_impl_gi_merged = {"gi_merged", ctbc_applies_always, cost_merged, plan_merged,
-                                       ctbc_scratch_gi_window, gi_tiles, window_tile};
+                                       ctbc_scratch_gi_window, gi_tiles, window_tile, 0};
 const ctbc_impl ctbc_impl_gi_in_place = {"gi_in_place", applies_in_place, cost_window, plan_in_place,
-                                         ctbc_scratch_gi_window, gi_tiles, window_tile};
+                                         ctbc_scratch_gi_window, gi_tiles, window_tile, 0};
 const ctbc_impl ctbc_impl_gi_window = {"gi_window", ctbc_applies_always, cost_window, plan_window,
-                                       ctbc_scratch_gi_window, gi_tiles, window_tile};
+                                       ctbc_scratch_gi_window, gi_tiles, window_tile, 0};
 
 /* The same on the narrow tile, for few input channels. */
 CTBC_NARROW_IMPL(ctbc_impl_gi_merged_in_place_narrow, "gi_merged_in_place_narrow", ctbc_impl_gi_merged_in_place);

@@ -259,6 +259,6 @@ static double cost_pairs(const ctbc_problem *p, const ctbc_context *ctx)
 }
 
 const ctbc_impl ctbc_impl_gi_c_on_m = {"gi_c_on_m", ctbc_applies_always, cost_floats, ctbc_plan_gi_c_on_m,
-                                       ctbc_scratch_gi_c_on_m, c_on_m_tiles, floats_tile};
+                                       ctbc_scratch_gi_c_on_m, c_on_m_tiles, floats_tile, 0};
 const ctbc_impl ctbc_impl_gi_c_on_m_bf16 = {"gi_c_on_m_bf16", applies_pairs, cost_pairs, ctbc_plan_gi_c_on_m,
-                                            ctbc_scratch_gi_c_on_m, c_on_m_tiles, pairs_tile};
+                                            ctbc_scratch_gi_c_on_m, c_on_m_tiles, pairs_tile, 0};

@@ -41,6 +41,18 @@ typedef struct {
                 int64_t ldc);
 } dot_kind;
 
+/* a * b, or a ceiling far past any real problem where the product
+ * overflows: the plan costs absurd problems (a batch of broadcast rows)
+ * too, and refuses them only by the workspace they ask for */
+static int64_t product_or_ceiling(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) || r > (INT64_C(1) << 52) ? INT64_C(1) << 52 : r;
+}
+
+/* The (t, b) rows grad_input has. */
+static int64_t total_rows(const ctbc_problem *p) { return product_or_ceiling(p->t, p->b); }
+
 /* How a problem's (t, b) rows and channels are cut into tiles. */
 typedef struct {
     int64_t rows, channels; /* a tile's, at most */
@@ -49,7 +61,7 @@ typedef struct {
 
 static dot_tiling tiling_with(const ctbc_problem *p, int64_t rows)
 {
-    dot_tiling tl = {rows, ctbc_max(p->c_in, 1), ctbc_ceil_div(p->t * p->b, rows), 0};
+    dot_tiling tl = {rows, ctbc_max(p->c_in, 1), ctbc_ceil_div(total_rows(p), rows), 0};
     if (tl.row_tiles < DOT_MIN_TILES)
         tl.channels = DOT_TILE_CHANNELS;
     tl.tiles = tl.row_tiles * ctbc_ceil_div(p->c_in, tl.channels);
@@ -111,14 +123,14 @@ typedef struct {
 static dot_tile_part part_of(const ctbc_problem *p, const dot_tiling *tl, int64_t tile)
 {
     const int64_t r0 = tile % tl->row_tiles * tl->rows, c0 = tile / tl->row_tiles * tl->channels;
-    return (dot_tile_part){r0, ctbc_min(p->t * p->b, r0 + tl->rows), c0, ctbc_min(tl->channels, p->c_in - c0)};
+    return (dot_tile_part){r0, ctbc_min(total_rows(p), r0 + tl->rows), c0, ctbc_min(tl->channels, p->c_in - c0)};
 }
 
 static void dot_tile(const ctbc_run *run, const dot_kind *kind, const dot_source *src, dot_tile_part part,
                      float *sums)
 {
     const ctbc_problem *p = run->problem;
-    const int64_t rows_total = p->t * p->b, b_size = p->b, c0 = part.c0, nc = part.nc;
+    const int64_t rows_total = total_rows(p), b_size = p->b, c0 = part.c0, nc = part.nc;
     float *one = sums + CTBC_DOT_ROWS * nc;         /* sums, one: [CTBC_DOT_ROWS][nc] */
     for (int64_t row = part.r0; row < part.r1; row += CTBC_DOT_ROWS) {
         /* the kernel's rows: this group, shifted back to end at the last
@@ -212,7 +224,7 @@ static int applies_pairs(const ctbc_problem *p, const ctbc_context *ctx)
  * it, and the taps of both ends. */
 static ctbc_range window_steps(const ctbc_problem *p, dot_tile_part part)
 {
-    const int64_t rows_total = p->t * p->b;
+    const int64_t rows_total = total_rows(p);
     const int64_t g_lo = rows_total >= CTBC_DOT_ROWS ? ctbc_min(part.r0, rows_total - CTBC_DOT_ROWS) : part.r0;
     const int64_t g_hi = ctbc_max(part.r1, g_lo + CTBC_DOT_ROWS);
     const int64_t lo = ctbc_max(0, g_lo / p->b + p->pad - (p->k - 1));
@@ -223,20 +235,22 @@ static ctbc_range window_steps(const ctbc_problem *p, dot_tile_part part)
  * the grad_output rows it reads per tap. */
 static dot_tiling tiling_halves(const ctbc_problem *p)
 {
-    return tiling_with(p, ctbc_max(DOT_TILE_ROWS, ctbc_round_up((p->k - 1) * p->b, DOT_TILE_ROWS)));
+    return tiling_with(p, ctbc_max(DOT_TILE_ROWS, ctbc_round_up(product_or_ceiling(p->k - 1, p->b), DOT_TILE_ROWS)));
 }
 
 static int64_t halves_tiles(const ctbc_run *run) { return tiling_halves(run->problem).tiles; }
 
-static int64_t window_floats(const ctbc_problem *p)
+/* (in double: the plan asks absurd problems too; exact where they fit the
+ * scratch budget) */
+static double window_floats(const ctbc_problem *p)
 {
     const int64_t steps = (tiling_halves(p).rows + CTBC_DOT_ROWS - 1) / ctbc_max(p->b, 1) + 2 + p->k - 1;
-    return ctbc_min(steps, p->t_out) * p->b * p->c_out;
+    return (double)ctbc_min(steps, p->t_out) * (double)p->b * (double)p->c_out;
 }
 
-static int64_t weight_floats(const ctbc_problem *p)
+static double weight_floats(const ctbc_problem *p)
 {
-    return p->k * ctbc_min(tiling_halves(p).channels, p->c_in) * p->c_out;
+    return (double)p->k * (double)ctbc_min(tiling_halves(p).channels, p->c_in) * (double)p->c_out;
 }
 
 static void halves_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)
@@ -259,7 +273,7 @@ static void halves_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *s
 static int applies_halves(const ctbc_problem *p, const ctbc_context *ctx)
 {
     return ctx->kernel->dot && p->grad_output.dtype == CTBC_F16 && p->weight.dtype == CTBC_F16 &&
-           window_floats(p) + weight_floats(p) <= ctx->budget_floats;
+           window_floats(p) + weight_floats(p) <= (double)ctx->budget_floats;
 }
 
 /* ---- plans and costs ------------------------------------------------------- */
@@ -273,8 +287,8 @@ static void scratch_dot(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_
 static void scratch_halves(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need)
 {
     scratch_dot(p, bl, need);
-    need->abuf = ctbc_max(need->abuf, ctbc_round_up(window_floats(p), 16));
-    need->bbuf = ctbc_max(need->bbuf, ctbc_round_up(weight_floats(p), 16));
+    need->abuf = ctbc_max(need->abuf, ctbc_round_up((int64_t)window_floats(p), 16));
+    need->bbuf = ctbc_max(need->bbuf, ctbc_round_up((int64_t)weight_floats(p), 16));
 }
 
 /*
@@ -303,7 +317,7 @@ static double cost_with(const ctbc_problem *p, double factor)
         return INFINITY;
     /* A problem of fewer rows than the kernel's computes the missing ones
      * too; one of a single group of them reads its weight panel once. */
-    const int64_t rows = p->t * p->b;
+    const int64_t rows = total_rows(p);
     const double wasted = (double)CTBC_DOT_ROWS / (double)ctbc_clamp(rows, 1, CTBC_DOT_ROWS);
     const double rereads = rows > CTBC_DOT_ROWS ? (double)p->c_in / DOT_CHANNELS : 0.0;
     return factor * (wasted + rereads);
@@ -335,16 +349,16 @@ static double cost_halves(const ctbc_problem *p, const ctbc_context *ctx)
 {
     (void)ctx;
     const dot_tiling tl = tiling_halves(p);
-    const double macs = (double)ctbc_min(tl.rows, p->t * p->b) * (double)p->k *
+    const double macs = (double)ctbc_min(tl.rows, total_rows(p)) * (double)p->k *
                         (double)ctbc_min(tl.channels, p->c_in) * (double)p->c_out;
     const double channel_pairs = (double)ctbc_ceil_div(ctbc_min(tl.channels, p->c_in), 2);
     return cost_with(p, DOT_FACTOR) * channel_pairs +
-           HALVES_WIDEN * (double)(window_floats(p) + weight_floats(p)) / fmax(macs, 1.0);
+           HALVES_WIDEN * (window_floats(p) + weight_floats(p)) / fmax(macs, 1.0);
 }
 
 const ctbc_impl ctbc_impl_gi_dot = {"gi_dot", applies_floats, cost_floats, ctbc_plan_nothing,
-                                    scratch_dot, dot_tiles, floats_tile};
+                                    scratch_dot, dot_tiles, floats_tile, 0};
 const ctbc_impl ctbc_impl_gi_dot_bf16 = {"gi_dot_bf16", applies_pairs, cost_pairs, ctbc_plan_nothing,
-                                         scratch_dot, dot_tiles, pairs_tile};
+                                         scratch_dot, dot_tiles, pairs_tile, 0};
 const ctbc_impl ctbc_impl_gi_dot_f16 = {"gi_dot_f16", applies_halves, cost_halves, ctbc_plan_nothing,
-                                        scratch_halves, halves_tiles, halves_tile};
+                                        scratch_halves, halves_tiles, halves_tile, 0};

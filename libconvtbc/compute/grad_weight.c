@@ -526,16 +526,16 @@ double ctbc_cost_gw_pairs(const ctbc_problem *p, const ctbc_context *ctx);
 
 /* few output channels: (tap, channel) pairs on the mr side */
 const ctbc_impl ctbc_impl_gw_pairs = {"gw_pairs", applies_pairs, ctbc_cost_gw_pairs, ctbc_plan_gw_pairs,
-                                      ctbc_scratch_gw_pairs, ctbc_gw_tiles, taps_tile};
+                                      ctbc_scratch_gw_pairs, ctbc_gw_tiles, taps_tile, 0};
 /* per-tap GEMM, c_in on the mr side */
 const ctbc_impl ctbc_impl_gw_c_on_m = {"gw_c_on_m", ctbc_applies_always, cost_c_on_m, plan_c_on_m,
-                                       ctbc_scratch_gw_gemm, ctbc_gw_tiles, gemm_tile};
+                                       ctbc_scratch_gw_gemm, ctbc_gw_tiles, gemm_tile, 0};
 /* c_out or c_in 1: one row of C per tap, GEMV calls */
 const ctbc_impl ctbc_impl_gw_gemv = {"gw_gemv", applies_gemv, cost_gemv, plan_gemv,
-                                     ctbc_scratch_gw_gemm, ctbc_gw_tiles, gemm_tile};
+                                     ctbc_scratch_gw_gemm, ctbc_gw_tiles, gemm_tile, 0};
 /* per-tap GEMM, c_out on the mr side */
 const ctbc_impl ctbc_impl_gw_o_on_m = {"gw_o_on_m", ctbc_applies_always, cost_o_on_m, plan_o_on_m,
-                                       ctbc_scratch_gw_gemm, ctbc_gw_tiles, gemm_tile};
+                                       ctbc_scratch_gw_gemm, ctbc_gw_tiles, gemm_tile, 0};
 /* The per-tap GEMMs on the narrow tile, for few channels along the tile's
  * columns. */
 CTBC_NARROW_IMPL(ctbc_impl_gw_c_on_m_narrow, "gw_c_on_m_narrow", ctbc_impl_gw_c_on_m);

@@ -189,9 +189,9 @@ static void plan_o_on_m(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blo
 }
 
 const ctbc_impl ctbc_impl_gw_c_on_m_bf16 = {"gw_c_on_m_bf16", applies_pairs, cost_c_on_m, plan_c_on_m,
-                                            ctbc_scratch_gw_bf16, ctbc_gw_tiles, pairs_tile};
+                                            ctbc_scratch_gw_bf16, ctbc_gw_tiles, pairs_tile, 0};
 const ctbc_impl ctbc_impl_gw_o_on_m_bf16 = {"gw_o_on_m_bf16", applies_pairs, cost_o_on_m, plan_o_on_m,
-                                            ctbc_scratch_gw_bf16, ctbc_gw_tiles, pairs_tile};
+                                            ctbc_scratch_gw_bf16, ctbc_gw_tiles, pairs_tile, 0};
 /* The same on the narrow tile (where the kernel has a narrow VDPBF16PS one). */
 CTBC_NARROW_IMPL(ctbc_impl_gw_c_on_m_bf16_narrow, "gw_c_on_m_bf16_narrow", ctbc_impl_gw_c_on_m_bf16);
 CTBC_NARROW_IMPL(ctbc_impl_gw_o_on_m_bf16_narrow, "gw_o_on_m_bf16_narrow", ctbc_impl_gw_o_on_m_bf16);

@@ -81,6 +81,6 @@ static double cost_never(const ctbc_problem *p, const ctbc_context *ctx)
 }
 
 const ctbc_impl ctbc_impl_gw_reference = {"gw_reference", ctbc_applies_always, cost_never, ctbc_plan_nothing,
-                                          ctbc_scratch_none, gw_tiles, gw_tile};
+                                          ctbc_scratch_none, gw_tiles, gw_tile, 0};
 const ctbc_impl ctbc_impl_gi_reference = {"gi_reference", ctbc_applies_always, cost_never, ctbc_plan_nothing,
-                                          ctbc_scratch_none, gi_tiles, gi_tile};
+                                          ctbc_scratch_none, gi_tiles, gi_tile, 0};

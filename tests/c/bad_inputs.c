@@ -7,6 +7,7 @@
  * and must leave the outputs untouched.
  * Prints FAIL lines and returns non-zero on any failure.
  */
+#include "convtbc/convtbc_ext.h"
 #include "test_common.h"
 
 enum { T = 5, B = 2, CI = 3, K = 2, CO = 4, PAD = 1, TO = T + 2 * PAD + 1 - K };
@@ -253,6 +254,21 @@ int main(void)
                                            accepted[i].offset, ACL_FORMAT_ND, sd, 1, d64);
             EXPECT(t != NULL, "aclCreateTensor refused %s: %s", accepted[i].what, recent_msg());
             if (t) aclDestroyTensor(t);
+        }
+    }
+
+    /* The largest problems convtbcPlanImplementations takes (every size
+     * 2^24): each implementation's applies and cost are asked about them,
+     * whose size arithmetic must not overflow (UBSan watches) */
+    {
+        const int64_t m = INT64_C(1) << 24;
+        const aclDataType dtypes[3] = {ACL_FLOAT, ACL_FLOAT16, ACL_BF16};
+        char names[256];
+        for (int j = 0; j < 3; ++j) {
+            EXPECT_EQ(convtbcPlanImplementations(m, m, m, m, m, m, dtypes[j], names, sizeof names), 0,
+                      "plan of the largest sizes");
+            EXPECT_EQ(convtbcPlanImplementations(m, m, 2, m, m, m, dtypes[j], names, sizeof names), 0,
+                      "plan of the largest sizes, two input channels");
         }
     }
 
