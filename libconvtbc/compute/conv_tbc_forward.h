@@ -44,6 +44,7 @@ typedef struct {
     int64_t chunk;          /* reduction values per chunk (its kc) */
     int64_t panel_group;    /* most weight panels one pass over a chunk covers (its nc) */
     int64_t unpacked_reuse_tiles; /* most tiles reading a weight panel in place (its own) */
+    double pair_tile_speedup; /* the bfloat16 pair tile's speed (its own) */
     size_t workspace_bytes; /* scratch phase 2 needs */
 } ctbc_forward_plan;
 

@@ -40,6 +40,14 @@ typedef struct {
     /* Cost of the narrow tile's multiply-add (ctbc_context_narrow) against
      * the wide one's at equal fill. */
     double narrow_tile_cost;
+    /* Multiply-adds per second of the bfloat16 pair tile (ukr_bf16)
+     * against the float32 one (ukr) on this CPU: each VDPBF16PS does twice
+     * an FMA's products, but how many issue per cycle, and how long each
+     * takes, depends on the core (context.c). */
+    double pair_tile_speedup;
+    /* The same for the pair dot (dot_bf16 against dot), on whole problems,
+     * where it reads bfloat16 as it lies and the float32 dot a widened copy. */
+    double pair_dot_speedup;
 } ctbc_context;
 
 void ctbc_context_for_isa(ctbc_isa isa, ctbc_context *context);

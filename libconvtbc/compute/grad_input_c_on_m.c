@@ -246,7 +246,7 @@ static double cost_floats(const ctbc_problem *p, const ctbc_context *ctx)
     return GI_C_ON_M_OVERHEAD / ctbc_fill(ctbc_max(p->c_in, 1), ctx->kernel->mr);
 }
 
-/* Two products per lane and instruction, on problems of at least
+/* The pair tile's speed (the context's), on problems of at least
  * GI_C_ON_M_BF16_MIN_MACS multiply-adds; below, packing pairs one by one
  * costs what the instruction saves (Zen 4, medians of 5: T64 B1 Ci896 K16
  * Co16 0.33 -> 0.38 ms at 1.5e7; T8 B32 Ci1472 K5 Co15 0.57 -> 0.50 ms at
@@ -255,7 +255,8 @@ static double cost_floats(const ctbc_problem *p, const ctbc_context *ctx)
 
 static double cost_pairs(const ctbc_problem *p, const ctbc_context *ctx)
 {
-    return ctbc_grad_input_macs(p) < GI_C_ON_M_BF16_MIN_MACS ? cost_floats(p, ctx) : cost_floats(p, ctx) / 2.0;
+    return ctbc_grad_input_macs(p) < GI_C_ON_M_BF16_MIN_MACS ? cost_floats(p, ctx)
+                                                            : cost_floats(p, ctx) / ctx->pair_tile_speedup;
 }
 
 const ctbc_impl ctbc_impl_gi_c_on_m = {"gi_c_on_m", ctbc_applies_always, cost_floats, ctbc_plan_gi_c_on_m,

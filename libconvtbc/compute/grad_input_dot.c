@@ -294,10 +294,10 @@ static void scratch_halves(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_
 /*
  * The dot kernel fills no tile and packs nothing, but sums on 8 lanes
  * without FMAs and reads the weight panel again for every CTBC_DOT_ROWS
- * rows: about DOT_FACTOR tile multiply-adds each (DOT_FACTOR_BF16 through
- * VDPBF16PS, whose bfloat16 pairs are read as they lie), growing with the
- * channels read per row, and reductions (c_out) shorter than DOT_MIN_C_OUT
- * are mostly its scalar tail. Zen 4, one thread, whole op, medians of 3,
+ * rows: about DOT_FACTOR tile multiply-adds each (through VDPBF16PS, that
+ * over the context's pair_dot_speedup), growing with the channels read per
+ * row, and reductions (c_out) shorter than DOT_MIN_C_OUT are mostly its
+ * scalar tail. Zen 4, one thread, whole op, medians of 3,
  * plan without and with the dot: T125 B1010 Ci3 K20 Co86 float32 131 ->
  * 99 ms, T30 B64 Ci8 K5 Co64 float32 0.37 -> 0.43 ms, T100 B32 Ci14 K3
  * Co200 float32 1.83 -> 1.99 ms; T124 B93 Ci6 K128 Co932 bfloat16 149 ->
@@ -307,7 +307,6 @@ static void scratch_halves(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_
  * channels (before, one tile took all of it on one thread).
  */
 #define DOT_FACTOR 1.4
-#define DOT_FACTOR_BF16 0.45
 #define DOT_CHANNELS 24.0
 #define DOT_MIN_C_OUT 16
 
@@ -331,8 +330,7 @@ static double cost_floats(const ctbc_problem *p, const ctbc_context *ctx)
 
 static double cost_pairs(const ctbc_problem *p, const ctbc_context *ctx)
 {
-    (void)ctx;
-    return cost_with(p, DOT_FACTOR_BF16);
+    return cost_with(p, DOT_FACTOR / ctx->pair_dot_speedup);
 }
 
 /* Widening an element costs about HALVES_WIDEN multiply-adds of the dot;

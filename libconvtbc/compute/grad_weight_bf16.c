@@ -155,7 +155,7 @@ static void plan_with(const ctbc_problem *p, const ctbc_context *ctx, int o_on_m
     bl->gw_kg = (int32_t)ctbc_gw_taps_packing_least(p, bl->gw_kc, bl->gw_kg, o_cols_of(p, bl), c_cols_of(p, bl), 1);
 }
 
-/* Two products per lane and instruction, plus the packing: each pair
+/* The pair tile's speed (the context's), plus the packing: each pair
  * element packed costs about GW_BF16_PACK multiply-adds of a full tile.
  * Zen 4, one thread, whole op, medians of 3, the float32 implementation
  * against this one: T8 B32 Ci1472 K5 Co15 gw_pairs 0.78, gw_o_on_m_bf16
@@ -170,7 +170,7 @@ static double cost_with(const ctbc_problem *p, const ctbc_context *ctx, int o_on
     plan_with(p, ctx, o_on_m, &bl);
     const int64_t o_cols = o_cols_of(p, &bl), c_cols = c_cols_of(p, &bl);
     const double packed = ctbc_gw_packed_per_tap_row(p, bl.gw_kc, bl.gw_kg, o_cols, c_cols, 1);
-    return ctbc_cost_gw_gemm(p, ctx, o_on_m) / 2.0 + GW_BF16_PACK * packed / (double)ctbc_max(o_cols * c_cols, 1) +
+    return ctbc_cost_gw_gemm(p, ctx, o_on_m) / ctx->pair_tile_speedup + GW_BF16_PACK * packed / (double)ctbc_max(o_cols * c_cols, 1) +
            ctbc_cost_gw_store(p, o_on_m);
 }
 
