@@ -54,6 +54,50 @@ int ctbc_applies_always(const ctbc_problem *p, const ctbc_context *ctx)
     return 1;
 }
 
+/* One output extent of a gradient's tiles: `total` values in tiles of
+ * *tile (a whole number of `step`); `repack` weighs what halving *tile
+ * costs per value of it (the other side's panel, which each half packs
+ * again), and `wide` is the narrowest tile of it worth packing again for. */
+typedef struct {
+    int64_t total, step;
+    int32_t *tile;
+    int64_t repack, wide;
+} tile_extent;
+
+/*
+ * Halves the tiles' output extents until a gradient of `macs` multiply-adds
+ * (as the costs count them: every tap of every step, which the tiles
+ * compute) has the context's balance_tiles tiles (`depth` of them behind
+ * each output block), while each keeps balance_min_work: a team claims
+ * tiles one at a time, and where a gradient is one or two big tiles the
+ * other threads wait for the last (EMR, two threads: T7 B565 Ci432 K7
+ * Co785 float16, whose grad_input was one tile, 48 -> 32 ms; T15 B24
+ * Ci768 K14 Co256 float16 7.8 -> 5.0 ms). An extent is halved only while
+ * the other one's tile is wide (two micro-tiles): a narrower panel packed
+ * again for every half costs more than the kernel work it feeds (T125
+ * B1010 Ci3 K20 Co86 float32, three channels against 86: 70 -> 233 ms when
+ * its grad_weight was cut by c_out). Of two extents that may halve, the one
+ * whose half costs the other side less packing is. Only output extents
+ * are cut, after the reduction's blocking is fixed: every value's sum is
+ * the same kernel calls in the same order, so the bits do not change.
+ */
+static void split_for_balance(const ctbc_context *ctx, double macs, int64_t depth, tile_extent a, tile_extent b)
+{
+    for (;;) {
+        const int64_t tiles = ctbc_ceil_div(a.total, *a.tile) * ctbc_ceil_div(b.total, *b.tile) * depth;
+        const int a_halves = *a.tile > a.step && ctbc_min(*b.tile, b.total) >= b.wide;
+        const int b_halves = *b.tile > b.step && ctbc_min(*a.tile, a.total) >= a.wide;
+        if (tiles >= ctx->balance_tiles || macs / (double)(2 * tiles) < ctx->balance_min_work ||
+            !(a_halves || b_halves))
+            return;
+        tile_extent *e = !b_halves || (a_halves && (double)*a.tile * (double)a.repack >=
+                                                         (double)*b.tile * (double)b.repack)
+                             ? &a
+                             : &b;
+        *e->tile = (int32_t)ctbc_round_up(ctbc_ceil_div(*e->tile, 2), e->step);
+    }
+}
+
 double ctbc_gw_packed_per_tap_row(const ctbc_problem *p, int64_t kc, int64_t kg, int64_t o_cols, int64_t c_cols,
                                   int odd_phase)
 {
@@ -106,6 +150,10 @@ void ctbc_plan_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_
     bl->gw_kg = (int32_t)kg;
     const int64_t gw_blocks = ctbc_max(1, CBUF_FLOATS(ctx) / (kg * bl->gw_bm * bl->gw_bn));
     bl->gw_chunk = (int32_t)ctbc_min(ctbc_round_up(gw_m, bl->gw_bm), gw_blocks * bl->gw_bm);
+    /* either half packs the other side's panel again, over the same rows */
+    split_for_balance(ctx, ctbc_grad_input_macs(p), ctbc_ceil_div(ctbc_max(p->k, 1), kg),
+                      (tile_extent){gw_m, bl->gw_bm, &bl->gw_chunk, 1, 2 * mr},
+                      (tile_extent){gw_n, nr, &bl->gw_bn, 1, 2 * nr});
 }
 
 /* grad_weight with (tap, channel) pairs on the mr side (see taps_tile). */
@@ -149,6 +197,11 @@ void ctbc_plan_gi_window(const ctbc_problem *p, const ctbc_context *ctx, ctbc_bl
     const int64_t gi_rows = ctbc_round_up(ctbc_max(p->t * p->b, 1), bl->gi_bm);
     const int64_t windows = ctbc_max(1, CBUF_FLOATS(ctx) / ((int64_t)bl->gi_bm * bl->gi_bn));
     bl->gi_chunk = (int32_t)ctbc_min(gi_rows, windows * bl->gi_bm);
+    /* half the rows packs the weight panel again (k values a channel), half
+     * the channels the window (about one a row) */
+    split_for_balance(ctx, ctbc_grad_input_macs(p), 1,
+                      (tile_extent){ctbc_max(p->t * p->b, 1), bl->gi_bm, &bl->gi_chunk, 1, 2 * mr},
+                      (tile_extent){c_in, nr, &bl->gi_bn, ctbc_max(p->k, 1), 2 * nr});
 }
 
 /* grad_input with channels on the mr side (grad_input_c_on_m.c): a tile is

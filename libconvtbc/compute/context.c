@@ -75,6 +75,13 @@ static void context_from_caches(ctbc_isa isa, const ctbc_kernel *kernel, int64_t
      * row tiles: two items on two threads took 0.6-0.75 of one thread's
      * time, not half. */
     ctx->team_efficiency = 0.6;
+    /* Four tiles a thread of two: the last tile then keeps one thread
+     * alone for at most an eighth of the work. Below about half a
+     * millisecond a tile (EMR, two threads), cutting cost more than the
+     * wait: T3 B12 Ci14 K48 Co365 float32, 1.2e7 multiply-adds a gradient,
+     * took 1.43x the time in eight tiles; T32 B54 Ci304 K1 Co21 1.39x. */
+    ctx->balance_tiles = 8;
+    ctx->balance_min_work = 4e7;
     /* Both AVX-512 tiles take 16 multiply-adds per FMA instruction, but the
      * narrow one loads a broadcast for every 16, not every 32 (the forward
      * op's NARROW_FACTOR, measured there). */

@@ -37,6 +37,12 @@ typedef struct {
     /* Tile multiply-adds (the plan's cost) below which a team of threads
      * costs more to start and join than it saves. */
     double team_min_work;
+    /* Fewest tiles a gradient is cut into where each still holds
+     * balance_min_work multiply-adds (blocking.c, split_for_balance): a
+     * team claims tiles one at a time, and the last of a few big ones runs
+     * alone; smaller tiles pay their packing more times than they save. */
+    int64_t balance_tiles;
+    double balance_min_work;
     /* Cost of the narrow tile's multiply-add (ctbc_context_narrow) against
      * the wide one's at equal fill. */
     double narrow_tile_cost;
