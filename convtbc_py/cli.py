@@ -17,6 +17,7 @@ import argparse
 import contextlib
 import functools
 import importlib
+import os
 import sys
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -289,6 +290,22 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs `convtbc` with `argv` (default sys.argv[1:]); returns the exit status."""
+    try:
+        status = _run(argv)
+        sys.stdout.flush()  # here, where a closed pipe can still be handled
+        return status
+    except BrokenPipeError:
+        # The reader went away (`convtbc info --plan ... | head -1`): what is
+        # left has nowhere to go, and Python would fail again flushing stdout
+        # at exit, so stdout goes to /dev/null. 141 is what a shell reports
+        # for a program that SIGPIPE ended.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 141
+
+
+def _run(argv: Optional[Sequence[str]]) -> int:
     parser = _parser()
     args, rest = parser.parse_known_args(argv)
     if args.command == "bench":

@@ -132,6 +132,18 @@ def test_report_names_the_package_and_library(report, capsys):
         assert expected in text
 
 
+def test_a_reader_that_leaves_early_gets_no_traceback(convtbc_cli):
+    # As `convtbc info --plan ... | head -1` when head has gone: the pipe's
+    # reading end is closed before the command writes a line.
+    with subprocess.Popen([convtbc_cli, "info", "--plan", "15", "16", "480", "3", "15", "0", "float32"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as p:
+        p.stdout.close()
+        err = p.stderr.read().decode()
+        status = p.wait(timeout=120)
+    assert err == ""
+    assert status == 141
+
+
 def test_null_info_is_refused():
     assert lib.convtbcGetCpuInfo(ffi.NULL) == ACL_ERROR_INVALID_PARAM
     message = recent_msg()
