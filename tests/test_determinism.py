@@ -32,6 +32,11 @@ SHAPES = [
     # micro-tiles spanning two taps, a partial c_in strip, padding
     (20, 8, 160, 5, 8, 2, "float32"),
     (14, 9, 130, 4, 7, 1, "bfloat16"),
+    # gradients of one or two cache blocks, cut into tiles so that a team
+    # balances (blocking.c, split_for_balance): grad_input by channels,
+    # grad_weight by output channels
+    (15, 24, 768, 14, 256, 0, "float16"),
+    (12, 29, 494, 16, 99, 14, "float32"),
 ]
 
 WORKER = r"""
