@@ -55,9 +55,9 @@ int ctbc_applies_always(const ctbc_problem *p, const ctbc_context *ctx)
 }
 
 /* One output extent of a gradient's tiles: `total` values in tiles of
- * *tile (a whole number of `step`); `repack` weighs what halving *tile
- * costs per value of it (the other side's panel, which each half packs
- * again), and `wide` is the narrowest tile of it worth packing again for. */
+ * *tile (a whole number of `step`). This side's panel holds about `repack`
+ * values per value of *tile; halving the OTHER extent packs it again, which
+ * pays only while *tile is at least `wide`. */
 typedef struct {
     int64_t total, step;
     int32_t *tile;
@@ -77,9 +77,9 @@ typedef struct {
  * again for every half costs more than the kernel work it feeds (T125
  * B1010 Ci3 K20 Co86 float32, three channels against 86: 70 -> 233 ms when
  * its grad_weight was cut by c_out). Of two extents that may halve, the one
- * whose half costs the other side less packing is. Only output extents
- * are cut, after the reduction's blocking is fixed: every value's sum is
- * the same kernel calls in the same order, so the bits do not change.
+ * whose halving packs the smaller panel again is. Only output extents are
+ * cut, after the reduction's blocking is fixed: every value's sum is the
+ * same kernel calls in the same order, so the bits do not change.
  */
 static void split_for_balance(const ctbc_context *ctx, double macs, int64_t depth, tile_extent a, tile_extent b)
 {

@@ -31,16 +31,17 @@ static pthread_once_t contexts_once = PTHREAD_ONCE_INIT;
  * The bfloat16 pair kernels' speed against float32's, per core design
  * (tools/kernel_rates.c: the 6 x 32 tiles over kc 192, in L1). On a Zen 4
  * the pair tile ran about twice the float32 one, and the pair dot three
- * times on whole problems (the ratios the costs were first fitted with). On Intel's cores (an Emerald Rapids Xeon)
- * VDPBF16PS issues once a cycle where FMAs issue twice, and its latency
- * leaves the tile's 12 accumulators waiting: the pair tile made 44
- * multiply-adds a nanosecond against ukr's 88 (the best of 10 rounds; the
- * ratio stayed within 0.46-0.61 while a neighbour slowed both). No CPUID
- * bit tells these apart, so the vendor does; a timing at start-up would
- * make plans, and so bits, differ from run to run. The pair dot gained
- * 1.0-1.5x in L1 there; on whole problems, where it reads bfloat16 as it
- * lies, 2 kept it where it won and dropped it where it lost (EMR, two
- * threads, medians of 7: T3 B1 Ci416 K7 Co2332 3.1 ms with it against
+ * times on whole problems (the ratios the costs were first fitted with).
+ * On Intel's cores (an Emerald Rapids Xeon) VDPBF16PS issues once a cycle
+ * where FMAs issue twice, and its latency leaves the tile's 12
+ * accumulators waiting: the pair tile made 44 multiply-adds a nanosecond
+ * against ukr's 88 (the best of 10 rounds; the ratio stayed within
+ * 0.46-0.61 while a neighbour slowed both). No CPUID bit tells these
+ * apart, so the vendor does; a timing at start-up would make plans, and so
+ * bits, differ from run to run. The pair dot gained 1.0-1.5x in L1 there;
+ * on whole problems, where it reads bfloat16 as it lies, 2 kept it where
+ * it won and dropped it where it lost (EMR, two threads, medians of
+ * alternating runs: T3 B1 Ci416 K7 Co2332 3.1 ms with it against
  * 18.6 with gi_merged; T464 B12 Ci6 K3 Co1361 8.9 against 14.1 with
  * gi_c_on_m; T411 B7 Ci24 K26 Co33 3.9 against 2.0 with gi_c_on_m).
  */
