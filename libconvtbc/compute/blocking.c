@@ -150,10 +150,16 @@ void ctbc_plan_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_
     bl->gw_kg = (int32_t)kg;
     const int64_t gw_blocks = ctbc_max(1, CBUF_FLOATS(ctx) / (kg * bl->gw_bm * bl->gw_bn));
     bl->gw_chunk = (int32_t)ctbc_min(ctbc_round_up(gw_m, bl->gw_bm), gw_blocks * bl->gw_bm);
+}
+
+void ctbc_cut_gw_for_balance(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
+{
+    const int64_t mr = ctx->kernel->mr, nr = ctx->kernel->nr;
+    const int64_t c_out = ctbc_max(p->c_out, 1), c_in = ctbc_max(p->c_in, 1);
     /* either half packs the other side's panel again, over the same rows */
-    split_for_balance(ctx, ctbc_grad_input_macs(p), ctbc_ceil_div(ctbc_max(p->k, 1), kg),
-                      (tile_extent){gw_m, bl->gw_bm, &bl->gw_chunk, 1, 2 * mr},
-                      (tile_extent){gw_n, nr, &bl->gw_bn, 1, 2 * nr});
+    split_for_balance(ctx, ctbc_grad_input_macs(p), ctbc_ceil_div(ctbc_max(p->k, 1), bl->gw_kg),
+                      (tile_extent){bl->gw_o_on_m ? c_out : c_in, bl->gw_bm, &bl->gw_chunk, 1, 2 * mr},
+                      (tile_extent){bl->gw_o_on_m ? c_in : c_out, nr, &bl->gw_bn, 1, 2 * nr});
 }
 
 /* grad_weight with (tap, channel) pairs on the mr side (see taps_tile). */

@@ -219,6 +219,10 @@ extern const ctbc_impl ctbc_impl_gb_rows;
 
 /* Plans and scratch shared by implementations (blocking.c). */
 void ctbc_plan_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_m, ctbc_blocking *bl);
+/* Cuts a grad_weight GEMM plan's output blocks so that a team balances
+ * (blocking.c, split_for_balance), its reduction blocking as planned: the
+ * last step of a plan, after everything sized from its blocks. */
+void ctbc_cut_gw_for_balance(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl);
 /* grad_weight.c's per-tap GEMM: its tiles, and its cost per multiply-add
  * with c_out (o_on_m) or c_in on the micro-tile's rows */
 int64_t ctbc_gw_tiles(const ctbc_run *run);

@@ -509,16 +509,19 @@ static double cost_gemv(const ctbc_problem *p, const ctbc_context *ctx)
 static void plan_c_on_m(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
 {
     ctbc_plan_gw_gemm(p, ctx, 0, bl);
+    ctbc_cut_gw_for_balance(p, ctx, bl);
 }
 
 static void plan_o_on_m(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
 {
     ctbc_plan_gw_gemm(p, ctx, 1, bl);
+    ctbc_cut_gw_for_balance(p, ctx, bl);
 }
 
 static void plan_gemv(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
 {
     ctbc_plan_gw_gemm(p, ctx, gemv_o_on_m(p), bl);
+    ctbc_cut_gw_for_balance(p, ctx, bl);
     bl->gw_gemv = 1;
 }
 

@@ -170,22 +170,25 @@ static double cost_with(const ctbc_problem *p, const ctbc_context *ctx, int o_on
     plan_with(p, ctx, o_on_m, &bl);
     const int64_t o_cols = o_cols_of(p, &bl), c_cols = c_cols_of(p, &bl);
     const double packed = ctbc_gw_packed_per_tap_row(p, bl.gw_kc, bl.gw_kg, o_cols, c_cols, 1);
-    return ctbc_cost_gw_gemm(p, ctx, o_on_m) / ctx->pair_tile_speedup + GW_BF16_PACK * packed / (double)ctbc_max(o_cols * c_cols, 1) +
-           ctbc_cost_gw_store(p, o_on_m);
+    return ctbc_cost_gw_gemm(p, ctx, o_on_m) / ctx->pair_tile_speedup +
+           GW_BF16_PACK * packed / (double)ctbc_max(o_cols * c_cols, 1) + ctbc_cost_gw_store(p, o_on_m);
 }
 
 static double cost_c_on_m(const ctbc_problem *p, const ctbc_context *ctx) { return cost_with(p, ctx, 0); }
 
 static double cost_o_on_m(const ctbc_problem *p, const ctbc_context *ctx) { return cost_with(p, ctx, 1); }
 
+/* (the cost reads plan_with's blocks uncut) */
 static void plan_c_on_m(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
 {
     plan_with(p, ctx, 0, bl);
+    ctbc_cut_gw_for_balance(p, ctx, bl);
 }
 
 static void plan_o_on_m(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
 {
     plan_with(p, ctx, 1, bl);
+    ctbc_cut_gw_for_balance(p, ctx, bl);
 }
 
 const ctbc_impl ctbc_impl_gw_c_on_m_bf16 = {"gw_c_on_m_bf16", applies_pairs, cost_c_on_m, plan_c_on_m,
