@@ -1,8 +1,9 @@
 /*
  * Multiply-adds per nanosecond of the AVX512_BF16 entry's kernels on this
  * CPU, one thread, operands in L1: the float32 tile (ukr) against the
- * bfloat16 pair tile (ukr_bf16), and the float32 dot against the pair dot.
- * The tiles' ratio is the kernel context's pair_tile_speedup
+ * bfloat16 pair tile (ukr_bf16) and the AMX tile (ukr_amx, where the CPU
+ * has it), and the float32 dot against the pair dot. The tiles' ratios
+ * are the kernel context's pair_tile_speedup and amx_tile_speedup
  * (libconvtbc/compute/context.c). A busy neighbour on the core (another
  * VM's hyperthread) slows every rate; the best round is the core's own.
  * From the repository root:
@@ -14,6 +15,7 @@
  * with.) It builds the kernel source itself, so it measures the code of the
  * checkout, not of an installed library.
  */
+#include "compute/kernels/kernel_amx.c"
 #include "compute/kernels/kernel_avx512_bf16.c"
 
 #include <stdio.h>
@@ -31,7 +33,7 @@ static double seconds(void)
 }
 
 static float a_floats[8 * KC], b_floats[KC * 32], c[CTBC_MR_MAX * CTBC_NR_MAX];
-static uint32_t a_pairs[8 * KC / 2], b_pairs[KC / 2 * 32];
+static uint32_t a_pairs[CTBC_AMX_TILE * KC / 2], b_pairs[KC / 2 * 32];
 static float dot_a[CTBC_DOT_ROWS * DOT_LENGTH], dot_b[4 * DOT_LENGTH];
 static uint16_t dot_a_halves[CTBC_DOT_ROWS * DOT_LENGTH], dot_b_halves[4 * DOT_LENGTH];
 
@@ -47,7 +49,7 @@ int main(void)
         a_floats[i] = 1e-3f * (float)(i % 7);
     for (int i = 0; i < KC * 32; i++)
         b_floats[i] = 1.0f;
-    for (int i = 0; i < 8 * KC / 2; i++)
+    for (int i = 0; i < CTBC_AMX_TILE * KC / 2; i++)
         a_pairs[i] = 0x3c003c00u; /* 2^-7 twice */
     for (int i = 0; i < KC / 2 * 32; i++)
         b_pairs[i] = 0x3f803f80u; /* 1.0 twice */
@@ -59,6 +61,11 @@ int main(void)
     const int mr = k->mr, nr = k->nr;
     const ctbc_ukr_args floats = {.n_outer = 1, .n_inner = KC, .a_row = 1, .a_inner = mr, .b_inner = nr};
     const ctbc_ukr_args pairs = {.n_outer = 1, .n_inner = KC / 2, .a_row = 1, .a_inner = mr, .b_inner = nr};
+    /* the AMX tile reads A's 32 rows along the reduction, KC values a row */
+    const ctbc_ukr_args tiles = {.n_outer = 1, .n_inner = KC / 2, .a_row = KC, .b_inner = nr};
+    const int amx = ctbc_ukr_amx_tiles && ctbc_amx_request_permission();
+    if (amx)
+        ctbc_amx_begin();
     const ctbc_dot_args dot = {.n = 4, .n_outer = 1, .n_inner = DOT_LENGTH, .a_row = DOT_LENGTH,
                                .b_col = DOT_LENGTH};
     const long tile_calls = 200000, dot_calls = 100000;
@@ -77,12 +84,20 @@ int main(void)
         for (long i = 0; i < dot_calls; i++)
             k->dot_bf16(&dot, dot_a_halves, dot_b_halves, c, 4);
         double t4 = seconds();
+        for (long i = 0; amx && i < tile_calls / 8; i++)
+            ctbc_ukr_amx_tiles(&tiles, (const uint16_t *)a_pairs, b_pairs, c, CTBC_AMX_TILE);
+        double t5 = seconds();
         const double tile_macs = (double)tile_calls * mr * nr * KC;
         const double dot_macs = (double)dot_calls * CTBC_DOT_ROWS * 4 * DOT_LENGTH;
         printf("ukr %5.1f  ukr_bf16 %5.1f  (pair tile %.2fx)   dot %5.1f  dot_bf16 %5.1f  (pair dot %.2fx)"
                "  multiply-adds/ns\n",
                tile_macs / (t1 - t0) * 1e-9, tile_macs / (t2 - t1) * 1e-9, (t1 - t0) / (t2 - t1),
                dot_macs / (t3 - t2) * 1e-9, dot_macs / (t4 - t3) * 1e-9, (t3 - t2) / (t4 - t3));
+        if (amx) {
+            const double amx_macs = (double)(tile_calls / 8) * CTBC_AMX_TILE * CTBC_AMX_TILE * KC;
+            printf("    ukr_amx %6.1f (AMX tile %.2fx ukr)\n", amx_macs / (t5 - t4) * 1e-9,
+                   amx_macs / (t5 - t4) / (tile_macs / (t1 - t0)));
+        }
     }
     return c[0] == 12345.0f; /* keep the results live */
 }

@@ -28,37 +28,7 @@
 #include "compute/float_convert.h"
 #include "compute/kernels/ukernel.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            if (failures < 20) {                                            \
-                fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);        \
-                fprintf(stderr, __VA_ARGS__);                               \
-                fputc('\n', stderr);                                        \
-            }                                                               \
-            failures++;                                                     \
-        }                                                                   \
-    } while (0)
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15u;
-
-static uint32_t next_u32(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-
-/* A value with a varied exponent, so that sums round differently in
- * different orders and with or without fusing. */
-static float random_value(void)
-{
-    const float unit = (float)(next_u32() % 2000001u) / 1000000.0f - 1.0f;
-    return ldexpf(unit, (int)(next_u32() % 17u) - 8);
-}
+#include "contract_checks.h"
 
 static uint32_t bits(float f) { return ctbc_f32_bits(f); }
 

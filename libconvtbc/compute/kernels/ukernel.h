@@ -44,8 +44,9 @@ typedef struct {
 typedef void (*ctbc_ukr_fn)(const ctbc_ukr_args *args, const float *a, const float *b,
                             float *c, int64_t ldc);
 
-/* Largest tile any kernel uses (sizes stack scratch tiles). */
-#define CTBC_MR_MAX 8
+/* Largest tile any kernel uses (sizes stack scratch tiles): the AMX
+ * tile's 32 x 32. */
+#define CTBC_MR_MAX 32
 #define CTBC_NR_MAX 32
 
 /*
@@ -138,6 +139,34 @@ typedef void (*ctbc_dot_fn)(const ctbc_dot_args *args, const float *a, const flo
 typedef void (*ctbc_dot_bf16_fn)(const ctbc_dot_args *args, const uint16_t *a, const uint16_t *b, float *c,
                                  int64_t ldc);
 
+/*
+ * bfloat16 operands through AMX tiles (TDPBF16PS): a 32 x 32 tile of C,
+ * with ukr_bf16's loops, B and C, but A read along the reduction, as the
+ * tile unit reads it: A holds bfloat16 ELEMENTS (strides count them), the
+ * reduction contiguous in each row,
+ *
+ *   C(i, j) += sum_{q < n_outer} sum_{p < n_inner} sum_{h = 0, 1} A(i; q, 2p + h) * B_h(q, p; j)
+ *
+ *   A(i; q, e) = a[i*a_row + q*a_outer + e]    (a_inner is not read)
+ *   B_h(q, p; j) = bfloat16 h of b[q*b_outer + p*b_inner + j]
+ *
+ * for i, j < CTBC_AMX_TILE; n_inner a multiple of CTBC_AMX_PAIRS (a tile
+ * row's 16 pairs; callers pad the reduction with zero pairs on both
+ * sides). Subnormal operands and results are flushed as by ukr_bf16; the
+ * order in which one instruction sums its 16 pairs per element is the
+ * hardware's (it matches neither a left-to-right sum nor an exact one:
+ * the last place differs on about a third of random sums), fixed for a
+ * CPU, so the bits are deterministic on one machine but not across
+ * machines. Unlike ukr's, the sum starts from C itself (the tile unit
+ * accumulates in its registers; loading C there costs less than adding
+ * a sum to it), or from zero with overwrite (C not read).
+ */
+#define CTBC_AMX_TILE 32
+#define CTBC_AMX_PAIRS 16
+
+typedef void (*ctbc_ukr_amx_fn)(const ctbc_ukr_args *args, const uint16_t *a, const uint32_t *b, float *c,
+                                int64_t ldc);
+
 typedef struct {
     const char *name;
     int mr, nr;
@@ -161,6 +190,14 @@ typedef struct {
     int mr_narrow;
     ctbc_ukr_fn ukr_narrow;
     ctbc_ukr_bf16_fn ukr_bf16_narrow; /* ukr_bf16 on the narrow tile, where both are */
+    /* NULL unless the entry has AMX tiles (or emulates them, for tests):
+     * used under ukr_bf16's rule, on its own CTBC_AMX_TILE-square tile
+     * (ctbc_kernel_amx_tiled). A thread calls amx_begin (which configures
+     * its tiles) before its calls of ukr_amx, again after any code that
+     * may use tiles otherwise (another library's): a driver, at the start
+     * of each of its tiles. */
+    ctbc_ukr_amx_fn ukr_amx;
+    void (*amx_begin)(void);
 } ctbc_kernel;
 
 #define CTBC_NR_NARROW 16
@@ -178,9 +215,31 @@ static inline bool ctbc_kernel_narrowed(const ctbc_kernel *kernel, ctbc_kernel *
     return true;
 }
 
+/* `kernel` as seen on its AMX tile: CTBC_AMX_TILE square, ukr_amx its
+ * only micro-kernel (ukr and ukr_bf16 NULL: their tiles are not this
+ * one); false where the entry has no ukr_amx. */
+static inline bool ctbc_kernel_amx_tiled(const ctbc_kernel *kernel, ctbc_kernel *tiled)
+{
+    if (!kernel->ukr_amx)
+        return false;
+    *tiled = *kernel;
+    tiled->mr = CTBC_AMX_TILE, tiled->nr = CTBC_AMX_TILE;
+    tiled->ukr = 0, tiled->ukr_bf16 = 0, tiled->ukr_narrow = 0, tiled->ukr_bf16_narrow = 0;
+    return true;
+}
+
 extern const ctbc_kernel ctbc_kernel_portable;
 extern const ctbc_kernel ctbc_kernel_avx2;
 extern const ctbc_kernel ctbc_kernel_avx512;
 extern const ctbc_kernel ctbc_kernel_avx512_bf16; /* avx512 + ukr_bf16 */
+/* kernel_amx.c: the AMX tile kernel (NULL where the compiler could not
+ * build it), the permission Linux asks a process to request before its
+ * first tile instruction (1: granted), and the tile's emulation in plain
+ * C, Intel's pseudocode order, for the tests of CPUs without AMX. */
+extern const ctbc_ukr_amx_fn ctbc_ukr_amx_tiles;
+extern void (*const ctbc_amx_begin)(void);
+int ctbc_amx_request_permission(void);
+extern const ctbc_ukr_amx_fn ctbc_ukr_amx_emulated;
+extern void (*const ctbc_amx_emulated_begin)(void);
 
 #endif /* CONVTBC_COMPUTE_KERNELS_UKERNEL_H */
