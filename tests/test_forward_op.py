@@ -33,11 +33,10 @@ IMPLEMENTATIONS = ("forward_gemm", "forward_gemm_narrow", "forward_gemm_bf16", "
 # The _bf16 implementations need VDPBF16PS and forward_gemm_narrow an AVX-512
 # kernel; elsewhere their kernels are checked through SIMDe
 # (test_ukernel_contract.py) and forcing them falls back.
-HAS_VDPBF16PS = runtime_info()["compute"]["kernel"] == "avx512_bf16"
-HAS_NARROW_TILE = runtime_info()["compute"]["kernel"] in ("avx512", "avx512_bf16")
+from kernels_in_use import HAS_NARROW_TILE, HAS_VDPBF16PS, PORTABLE  # noqa: E402
 # forward_gemm_tail's GEMM tile is 16 columns wide (AVX-512's narrow tile,
 # AVX2's tile), 8 on portable C
-HEAD_COLUMNS = 8 if runtime_info()["compute"]["kernel"] == "portable" else 16
+HEAD_COLUMNS = 8 if PORTABLE else 16
 
 
 def applies(implementation, dtype, C_out):
@@ -567,7 +566,7 @@ def test_unforced_forward_choices_follow_the_output_channels():
     float16, which both would widen, a GEMM on all 17."""
     assert planned(8, 4096, 1184, 5, 1, 0) == "forward_dot"
     assert planned(16, 9, 1600, 1, 1, 0) == "forward_dot"
-    narrow = runtime_info()["compute"]["kernel"] in ("avx512", "avx512_bf16")
+    narrow = HAS_NARROW_TILE
     assert planned(1, 9, 1568, 1, 17, 0) == "forward_gemm_tail"
     assert planned(1, 9, 1568, 1, 17, 0, "float16") == ("forward_gemm_narrow" if narrow else "forward_gemm")
     assert planned(15, 257, 832, 5, 7, 0) == ("forward_gemm_narrow" if narrow else "forward_gemm")

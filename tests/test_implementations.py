@@ -24,19 +24,18 @@ from test_numerics import make_view
 
 # VDPBF16PS implementations run where the CPU has it (elsewhere the kernel
 # is checked through SIMDe in test_ukernel_contract.py, and forcing them
-# falls back to the plan's own choice).
-HAS_VDPBF16PS = runtime_info()["compute"]["kernel"] == "avx512_bf16"
-
-# The *_narrow ones run their base on the kernel's narrow tile (16 columns),
-# where the kernel has one (AVX-512); elsewhere forcing them falls back.
-HAS_NARROW_TILE = runtime_info()["compute"]["kernel"] in ("avx512", "avx512_bf16")
+# falls back to the plan's own choice). The *_narrow ones run their base on
+# the kernel's narrow tile (16 columns), where the kernel has one
+# (AVX-512); elsewhere forcing them falls back. The *_amx ones run on AMX
+# tiles, or their emulation (test_amx.py runs them so on every CPU).
+from kernels_in_use import HAS_AMX, HAS_NARROW_TILE, HAS_VDPBF16PS, KERNEL, PORTABLE  # noqa: E402
 
 GRAD_INPUT = ["gi_merged_in_place", "gi_merged", "gi_in_place", "gi_window", "gi_c_on_m", "gi_c_on_m_bf16",
               "gi_dot", "gi_dot_bf16", "gi_dot_f16", "gi_merged_in_place_narrow", "gi_merged_narrow",
-              "gi_in_place_narrow", "gi_window_narrow", "gi_reference"]
+              "gi_in_place_narrow", "gi_window_narrow", "gi_c_on_m_amx", "gi_reference"]
 GRAD_WEIGHT = ["gw_pairs", "gw_c_on_m", "gw_gemv", "gw_o_on_m", "gw_c_on_m_bf16", "gw_o_on_m_bf16",
                "gw_c_on_m_narrow", "gw_o_on_m_narrow", "gw_c_on_m_bf16_narrow", "gw_o_on_m_bf16_narrow",
-               "gw_reference", "gw_pairs", "gw_c_on_m", "gw_o_on_m"]
+               "gw_reference", "gw_pairs", "gw_c_on_m", "gw_c_on_m_amx", "gw_o_on_m"]
 # forced together, one of each gradient per run (some grad_weight ones
 # twice, so that both lists are walked in one pass)
 FORCED = [f"{gi},{gw}" for gi, gw in zip(GRAD_INPUT, GRAD_WEIGHT)]
@@ -73,6 +72,8 @@ def applies(name, problem, dtype):
         return dtype == "float32"  # grad_input float32 with evenly spaced rows
     if name.endswith("_bf16"):
         return dtype == "bfloat16" and HAS_VDPBF16PS
+    if name.endswith("_amx"):
+        return dtype == "bfloat16" and HAS_AMX
     if name == "gi_dot":
         return dtype == "float32"  # float32 grad_output and weight, read along o
     if name == "gi_dot_f16":
@@ -117,6 +118,12 @@ def test_forced_numerics(forced, problem, dtype, rng):
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("forced", FORCED, indirect=True)
 def test_forced_views(forced, dtype, kind, rng):
+    check_views(dtype, kind, rng)
+
+
+def check_views(dtype, kind, rng):
+    """The op on strided views of two problems' operands against the
+    float64 reference."""
     for problem in (PROBLEMS[0], PROBLEMS[3]):
         go, x, w, bias = (make_view(a, kind, rng) for a in operands(rng, problem, DTYPES[dtype]))
         gi, gw, gb = convtbc_py.conv_tbc_backward(go, x, w, bias, problem[5])
@@ -131,6 +138,10 @@ def test_forced_views(forced, dtype, kind, rng):
 @pytest.mark.parametrize("b", [8, 7])
 @pytest.mark.parametrize("forced", FORCED, indirect=True)
 def test_forced_nan_inf(forced, b, pad, dtype):
+    check_nan_inf(b, pad, dtype)
+
+
+def check_nan_inf(b, pad, dtype):
     # Specials where every term that holds them exists (grad_output at a
     # step that meets real input rows for every tap), and at the first and
     # last input rows, which some taps pair with no grad_output row. An odd
@@ -197,7 +208,7 @@ def test_unforced_choices_differ_by_shape():
     # kernel's tile is 8 columns wide: 7 channels nearly fill it, and they
     # stay on its columns.
     chosen = plan_implementations(15, 257, 832, 5, 7, 2, "float32")
-    pairs = "gw_c_on_m" if runtime_info()["compute"]["kernel"] == "portable" else "gw_pairs"
+    pairs = "gw_c_on_m" if PORTABLE else "gw_pairs"
     assert {g: chosen[g] for g in ("gradInput", "gradWeight", "gradBias")} == {
         "gradInput": "gi_in_place", "gradWeight": pairs, "gradBias": "gb_rows"}
     assert plan_implementations(64, 1, 100, 5, 1, 2, "float32")["gradWeight"] == "gw_gemv"
@@ -211,15 +222,21 @@ def test_unforced_choices_differ_by_shape():
     assert (one["gradInput"], one["gradWeight"]) == ("gi_dot", "gw_gemv")
     # bfloat16 operands go through VDPBF16PS where the CPU has it. (Six
     # channels fill 6 of the portable kernel's 8 columns: they stay there.)
-    portable = runtime_info()["compute"]["kernel"] == "portable"
+    portable = PORTABLE
     expected = "gi_dot_bf16" if HAS_VDPBF16PS else "gi_window" if portable else "gi_c_on_m"
     assert plan_implementations(124, 93, 6, 128, 932, 26, "bfloat16")["gradInput"] == expected
     # Its pair tile, though, only where it outruns the float32 tile: on
     # AMD's cores, not on Intel's (context.c: half the speed on an Emerald
     # Rapids, whose VDPBF16PS issues once a cycle).
+    # Where the CPU has AMX tiles (not their emulation, which is only for
+    # tests), they take this problem's 3e8 multiply-adds a gradient.
     pair_tile_pays = HAS_VDPBF16PS and runtime_info()["cpu"]["vendor"] != "GenuineIntel"
     expected = "gi_c_on_m_bf16" if pair_tile_pays else "gi_c_on_m"
-    assert plan_implementations(195, 16, 22, 14, 221, 26, "bfloat16")["gradInput"] == expected
+    chosen = plan_implementations(195, 16, 22, 14, 221, 26, "bfloat16")
+    if KERNEL == "amx_bf16":
+        assert (chosen["gradInput"], chosen["gradWeight"]) == ("gi_c_on_m_amx", "gw_c_on_m_amx")
+    else:
+        assert chosen["gradInput"] == expected
 
 
 def test_unknown_force_name_is_refused():
@@ -249,5 +266,5 @@ def test_info_plan_cli_and_environment(convtbc_cli):
     p = subprocess.run([convtbc_cli, "info", "--plan", "15", "257", "832", "5", "7", "2", "float32"],
                        capture_output=True, text=True, timeout=60, env=env)
     assert p.returncode == 0, p.stderr
-    pairs = "gw_c_on_m" if runtime_info()["compute"]["kernel"] == "portable" else "gw_pairs"  # (as above)
+    pairs = "gw_c_on_m" if PORTABLE else "gw_pairs"  # (as above)
     assert p.stdout.split("\n")[:3] == ["gradInput: gi_reference", f"gradWeight: {pairs}", "gradBias: gb_rows"]

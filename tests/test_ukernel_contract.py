@@ -1,7 +1,9 @@
 """The micro-kernel contract (tests/c/ukernel_contract.c) for every kernel
 entry: portable, AVX2, AVX-512 and AVX512_BF16 built against SIMDe (runs on
 any x86-64 CPU with AVX2+FMA+F16C) and built natively (runs where the CPU
-has AVX-512 F/BW/VL, and AVX512_BF16 for that entry). The kernel sources are compiled straight into the test
+has AVX-512 F/BW/VL, and AVX512_BF16 for that entry); the AMX tile kernel's
+(tests/c/amx_contract.c), its emulation everywhere and the tile unit where
+the CPU has it. The kernel sources are compiled straight into the test
 program (their symbols are hidden in the shared library), each with the ISA
 flags meson gives it; and the kernels the library picks by default are the
 best the CPU has.
@@ -36,10 +38,21 @@ def cpu_flags():
     return set()
 
 
+AMX_FLAGS = ["-mamx-tile", "-mamx-bf16"]
+
+
+def has_amx(flags):
+    """AMX tiles with bfloat16 products (Linux lists amx_* only when the OS
+    saves the tile state; it grants the tile data on request from 5.16)."""
+    return {"amx_bf16", "amx_tile", "avx512_bf16"} <= flags
+
+
 def best_isa(flags):
     """What cpu_features.c should pick (Linux lists avx512* only when the OS
     saves the ZMM state)."""
     if {"avx512f", "avx512bw", "avx512vl", "fma", "f16c"} <= flags:
+        if has_amx(flags):
+            return "amx_bf16"
         return "avx512_bf16" if "avx512_bf16" in flags else "avx512"
     if {"avx2", "fma", "f16c"} <= flags:
         return "avx2"
@@ -91,7 +104,7 @@ def programs(tmp_path_factory):
         (KERNELS / "kernel_avx512_bf16.c", out / "avx512_bf16_simde.o", via_simde),
     ]
     builds = {"simde": [out / "avx512_simde.o", out / "avx512_bf16_simde.o"]}
-    if best_isa(cpu_flags()).startswith("avx512"):
+    if best_isa(cpu_flags()) not in ("avx2", "portable"):
         jobs += [(KERNELS / "kernel_avx512.c", out / "avx512_native.o", AVX512_FLAGS),
                  (KERNELS / "kernel_avx512_bf16.c", out / "avx512_bf16_native.o", [*AVX512_FLAGS, "-mavx512bf16"])]
         builds["native"] = [out / "avx512_native.o", out / "avx512_bf16_native.o"]
@@ -126,14 +139,39 @@ def test_kernels_via_simde(programs):
 @pytest.mark.slow
 def test_kernels_native_avx512(programs):
     best = best_isa(cpu_flags())
-    if not best.startswith("avx512"):
+    if best in ("avx2", "portable"):
         pytest.skip("this CPU has no AVX-512 F/BW/VL (the SIMDe build ran the same source)")
     # where the CPU has AVX512_BF16 this also holds VDPBF16PS to the
     # semantics ukernel.h states (and the SIMDe build emulates)
-    entries = ["avx512", "avx512_bf16"] if best == "avx512_bf16" else ["avx512"]
+    entries = ["avx512", "avx512_bf16"] if best in ("avx512_bf16", "amx_bf16") else ["avx512"]
     out = run_contract(programs["native"], entries)
     for name in entries:
         assert f"{name}: ok" in out
+
+
+@pytest.mark.slow
+def test_amx_tile_kernel(tmp_path):
+    # The emulation runs on any CPU; the tile unit where the CPU has it (a
+    # compiler without the AMX flags builds the emulation alone, as meson
+    # does).
+    cc = shutil.which("gcc") or shutil.which("cc")
+    main = tmp_path / "main.o"
+    compile_all(cc, [(C_DIR / "amx_contract.c", main, ["-ffp-contract=off"])])
+    kernel = tmp_path / "amx.o"
+    try:
+        compile_all(cc, [(KERNELS / "kernel_amx.c", kernel, AMX_FLAGS)])
+        built = True
+    except AssertionError:
+        compile_all(cc, [(KERNELS / "kernel_amx.c", kernel, [])])
+        built = False
+    exe = tmp_path / "amx_contract"
+    p = subprocess.run([cc, str(main), str(kernel), "-o", str(exe), "-lm"], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    tiles = built and has_amx(cpu_flags())
+    out = run_contract(exe, ["tiles"] if tiles else [])
+    assert "amx_emulated: ok" in out
+    assert ("amx_bf16: ok" if tiles else "amx_bf16: skipped (CPU)") in out
 
 
 # CONVTBC_ISA is read at every plan: one process runs the op with no cap,

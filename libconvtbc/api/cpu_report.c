@@ -11,6 +11,9 @@ static const char *const isa_names[] = {
     [CTBC_ISA_PORTABLE] = "portable",
     [CTBC_ISA_AVX2] = "avx2",
     [CTBC_ISA_AVX512] = "avx512",
+    [CTBC_ISA_AVX512_BF16] = "avx512_bf16",
+    [CTBC_ISA_AMX_BF16] = "amx_bf16",
+    [CTBC_ISA_AMX_EMULATED] = "amx_emulated",
 };
 
 aclError convtbcGetCpuInfo(convtbcCpuInfo *info)

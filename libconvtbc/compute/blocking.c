@@ -47,6 +47,25 @@ static int64_t taps_within(int64_t k, int64_t base, int64_t step, int64_t limit)
 
 double ctbc_fill(int64_t n, int64_t size) { return (double)n / (double)ctbc_round_up(n, size); }
 
+double ctbc_amx_speed(const ctbc_context *ctx, int64_t pairs)
+{
+    const double steps = (double)ctbc_ceil_div(ctbc_max(pairs, 1), CTBC_AMX_PAIRS);
+    return ctx->amx_tile_speedup * ctbc_fill(ctbc_max(pairs, 1), CTBC_AMX_PAIRS) * steps /
+           (steps + ctx->amx_call_steps);
+}
+
+int ctbc_amx_worth(const ctbc_problem *p, const ctbc_context *ctx, ctbc_context *amx)
+{
+    return ctbc_context_amx(ctx->isa, amx) && ctbc_grad_input_macs(p) >= amx->amx_min_work;
+}
+
+int ctbc_applies_amx(const ctbc_problem *p, const ctbc_context *ctx, const ctbc_layout *operand)
+{
+    ctbc_context amx;
+    return ctbc_context_amx(ctx->isa, &amx) && p->grad_output.dtype == CTBC_BF16 && operand->dtype == CTBC_BF16 &&
+           p->rounding != CTBC_ROUND_FP16;
+}
+
 int ctbc_applies_always(const ctbc_problem *p, const ctbc_context *ctx)
 {
     (void)p;

@@ -23,8 +23,9 @@
 #define DEFAULT_L1D (32 * 1024)
 #define DEFAULT_L2 (512 * 1024)
 
-static ctbc_context contexts[CTBC_ISA_AVX512_BF16 + 1];
-static ctbc_context narrow_contexts[CTBC_ISA_AVX512_BF16 + 1]; /* kernel NULL: none */
+static ctbc_context contexts[CTBC_ISA_COUNT];
+/* kernel NULL: none */
+static ctbc_context narrow_contexts[CTBC_ISA_COUNT], amx_contexts[CTBC_ISA_COUNT];
 static pthread_once_t contexts_once = PTHREAD_ONCE_INIT;
 
 /*
@@ -52,6 +53,22 @@ static void pair_speedups(ctbc_context *ctx)
     ctx->pair_dot_speedup = intel ? 2.0 : 1.4 / 0.45; /* the Zen 4 fit: 0.45 where the float32 dot costs 1.4 */
 }
 
+/* The AMX tile's multiply-adds per second against ukr's. On the EMR
+ * (tools/kernel_rates.c, operands in L1) it made 9.5-10x ukr's on an idle
+ * core and about 5x while a neighbour used the core; in the drivers about
+ * half its L1 rate (T257 B32 Ci1024 K3 Co1024 bfloat16: 425 a nanosecond a
+ * thread, from perf's share of ukr_amx). The emulation is only for tests:
+ * a twentieth of ukr, so that no plan takes it unforced. */
+static double amx_speedup(const ctbc_kernel *kernel)
+{
+    return kernel->ukr_amx == ctbc_ukr_amx_tiles ? 6.0 : 0.05;
+}
+
+/* (The AMX tile's blocks hold bfloat16 values, half a float each, yet
+ * are sized as floats: a kc of 384 rows, its L1 half, left the windows of
+ * grad_weight room for one tap where 192 leaves twelve. EMR, T218 B17
+ * Ci656 K124 Co15, gw_c_on_m_amx against gw_pairs in one process: 61
+ * against 42 ms with kc 384, 24 against 33 with 192.) */
 static void context_from_caches(ctbc_isa isa, const ctbc_kernel *kernel, int64_t l1d, int64_t l2,
                                 ctbc_context *ctx)
 {
@@ -88,6 +105,15 @@ static void context_from_caches(ctbc_isa isa, const ctbc_kernel *kernel, int64_t
      * op's NARROW_FACTOR, measured there). */
     ctx->narrow_tile_cost = 1.15;
     pair_speedups(ctx);
+    ctx->amx_tile_speedup = kernel->ukr_amx ? amx_speedup(kernel) : 0.0;
+    /* EMR, one thread, operands in L1 (A 32 x 32 steps + 1 apart): calls
+     * of 1, 2, 4 and 8 steps made 148, 225, 286 and 324 multiply-adds a
+     * nanosecond (a busy neighbour that run; the steps / (steps + 1) of
+     * this cost). Problems under 2e6 multiply-adds a gradient took 1.2-1.6x
+     * the time of the plans before (alternating processes: T9 B16 Ci48 K6
+     * Co8 0.030 -> 0.044 ms, T2 B7 Ci910 K2 Co15 0.048 -> 0.061 ms). */
+    ctx->amx_call_steps = 1.0;
+    ctx->amx_min_work = 2e6;
 }
 
 static void make_contexts(void)
@@ -97,11 +123,14 @@ static void make_contexts(void)
         l1d = DEFAULT_L1D;
         l2 = DEFAULT_L2;
     }
-    for (int isa = CTBC_ISA_PORTABLE; isa <= CTBC_ISA_AVX512_BF16; isa++) {
+    for (int isa = CTBC_ISA_PORTABLE; isa < CTBC_ISA_COUNT; isa++) {
         context_from_caches((ctbc_isa)isa, ctbc_kernel_for_isa((ctbc_isa)isa), l1d, l2, &contexts[isa]);
         const ctbc_kernel *narrow = ctbc_narrow_kernel_for_isa((ctbc_isa)isa);
         if (narrow)
             context_from_caches((ctbc_isa)isa, narrow, l1d, l2, &narrow_contexts[isa]);
+        const ctbc_kernel *amx = ctbc_amx_kernel_for_isa((ctbc_isa)isa);
+        if (amx)
+            context_from_caches((ctbc_isa)isa, amx, l1d, l2, &amx_contexts[isa]);
     }
 }
 
@@ -117,5 +146,14 @@ int ctbc_context_narrow(ctbc_isa isa, ctbc_context *ctx)
     if (!narrow_contexts[isa].kernel)
         return 0;
     *ctx = narrow_contexts[isa];
+    return 1;
+}
+
+int ctbc_context_amx(ctbc_isa isa, ctbc_context *ctx)
+{
+    pthread_once(&contexts_once, make_contexts);
+    if (!amx_contexts[isa].kernel)
+        return 0;
+    *ctx = amx_contexts[isa];
     return 1;
 }

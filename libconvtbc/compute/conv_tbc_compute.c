@@ -109,19 +109,20 @@ void ctbc_execute(const ctbc_plan *plan, const ctbc_buffers *buffers, void *work
     memcpy(&layout, plan->scratch_floats, sizeof(layout));
     float *base = (float *)(((uintptr_t)workspace + (WS_ALIGN - 1)) & ~(uintptr_t)(WS_ALIGN - 1));
 
-    /* the same run on the narrow tile, for implementations that use it
-     * (the plan chose them only where the ISA has one) */
-    ctbc_run on_narrow;
-
+    /* the same run on the narrow or the AMX tile, for implementations that
+     * use one (the plan chose them only where the ISA has it) */
+    const ctbc_isa isa = (ctbc_isa)run.blocking.isa;
+    ctbc_run on_tile[CTBC_GRADIENTS];
     work_items items;
     items.first[0] = 0;
     for (int i = 0; i < CTBC_GRADIENTS; i++) {
         items.impl[i] = ctbc_impl_at(ITEM_ORDER[i], run.blocking.impl[ITEM_ORDER[i]]);
         items.run[i] = &run;
-        if (items.impl[i]->narrow_tile) {
-            on_narrow = run;
-            on_narrow.kernel = ctbc_narrow_kernel_for_isa((ctbc_isa)run.blocking.isa);
-            items.run[i] = &on_narrow;
+        if (items.impl[i]->tile != CTBC_TILE_WIDE) {
+            on_tile[i] = run;
+            on_tile[i].kernel = items.impl[i]->tile == CTBC_TILE_NARROW ? ctbc_narrow_kernel_for_isa(isa)
+                                                                        : ctbc_amx_kernel_for_isa(isa);
+            items.run[i] = &on_tile[i];
         }
         items.first[i + 1] = items.first[i] + items.impl[i]->tiles(items.run[i]);
     }

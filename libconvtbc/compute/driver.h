@@ -54,12 +54,23 @@ typedef struct {
     /* The same for the pair dot (dot_bf16 against dot), on whole problems,
      * where it reads bfloat16 as it lies and the float32 dot a widened copy. */
     double pair_dot_speedup;
+    /* The same for the AMX tile (ukr_amx) against ukr, on long reductions;
+     * 0 where the entry has none. */
+    double amx_tile_speedup;
+    /* What one ukr_amx call costs besides its reduction, in its steps of
+     * CTBC_AMX_PAIRS pairs (loading and storing C's four quarters), and
+     * the multiply-adds of a gradient below which the AMX drivers' tiles
+     * (configuring the unit, packing) cost more than they save. */
+    double amx_call_steps;
+    double amx_min_work;
 } ctbc_context;
 
 void ctbc_context_for_isa(ctbc_isa isa, ctbc_context *context);
 /* The same on the ISA's narrow tile (ctbc_narrow_kernel_for_isa), its
  * blocks sized for that tile; 0 where the ISA has none. */
 int ctbc_context_narrow(ctbc_isa isa, ctbc_context *context);
+/* The same on the ISA's AMX tile (ctbc_amx_kernel_for_isa). */
+int ctbc_context_amx(ctbc_isa isa, ctbc_context *context);
 
 /* Blocking chosen at plan time, stored in ctbc_plan.block[]. */
 typedef struct {
@@ -124,6 +135,13 @@ typedef struct {
     float *cbuf, *abuf, *bbuf;
 } ctbc_scratch;
 
+/* Which view of the ISA's kernel entry an implementation runs on. */
+typedef enum {
+    CTBC_TILE_WIDE = 0, /* the entry itself (mr x nr) */
+    CTBC_TILE_NARROW,   /* ctbc_narrow_kernel_for_isa */
+    CTBC_TILE_AMX       /* ctbc_amx_kernel_for_isa */
+} ctbc_tile;
+
 /*
  * One way of computing one gradient (oneDNN's implementation list): the
  * plan picks, per gradient, the cheapest implementation that applies;
@@ -144,15 +162,15 @@ typedef struct ctbc_impl {
     void (*scratch)(const ctbc_problem *problem, const ctbc_blocking *blocking, ctbc_ws_layout *need);
     int64_t (*tiles)(const ctbc_run *run);
     void (*run_tile)(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch);
-    /* 1: tiles and run_tile get a run whose kernel is the ISA's narrow one
-     * (ctbc_narrow_kernel_for_isa; set once per call by ctbc_execute) */
-    int narrow_tile;
+    /* the tile tiles and run_tile get in their run's kernel (set once per
+     * call by ctbc_execute) */
+    ctbc_tile tile;
 } ctbc_impl;
 
 /*
  * BASE on the ISA's narrow tile (ctbc_context_narrow), as the
  * implementation NAME: BASE's plan sized for that tile and its tiles run
- * with that kernel (narrow_tile), whose bits are the wide one's. For
+ * with that kernel (tile CTBC_TILE_NARROW), whose bits are the wide one's. For
  * problems whose channels fill a fraction of the wide tile's nr (16 of
  * AVX-512's 32 take the same instructions as 32). Applies where the ISA
  * has a narrow tile and BASE applies on it; costs the context's
@@ -193,7 +211,7 @@ typedef struct ctbc_impl {
         (BASE).run_tile(run, tile, scratch);                                                                 \
     }                                                                                                        \
     const ctbc_impl IDENT = {NAME,          IDENT##_applies, IDENT##_cost,    IDENT##_plan, IDENT##_scratch, \
-                             IDENT##_tiles, IDENT##_run_tile, .narrow_tile = 1}
+                             IDENT##_tiles, IDENT##_run_tile, .tile = CTBC_TILE_NARROW}
 
 /* The implementations of a gradient, best first, NULL-terminated. */
 const ctbc_impl *const *ctbc_impl_list(ctbc_gradient gradient);
@@ -210,12 +228,24 @@ int ctbc_impl_choose(ctbc_gradient gradient, const ctbc_problem *problem, const 
 
 extern const ctbc_impl ctbc_impl_gw_pairs, ctbc_impl_gw_c_on_m, ctbc_impl_gw_gemv, ctbc_impl_gw_o_on_m,
     ctbc_impl_gw_c_on_m_bf16, ctbc_impl_gw_o_on_m_bf16, ctbc_impl_gw_c_on_m_narrow, ctbc_impl_gw_o_on_m_narrow,
-    ctbc_impl_gw_c_on_m_bf16_narrow, ctbc_impl_gw_o_on_m_bf16_narrow, ctbc_impl_gw_reference;
+    ctbc_impl_gw_c_on_m_bf16_narrow, ctbc_impl_gw_o_on_m_bf16_narrow, ctbc_impl_gw_c_on_m_amx, ctbc_impl_gw_reference;
 extern const ctbc_impl ctbc_impl_gi_merged_in_place, ctbc_impl_gi_merged, ctbc_impl_gi_in_place,
     ctbc_impl_gi_window, ctbc_impl_gi_c_on_m, ctbc_impl_gi_c_on_m_bf16, ctbc_impl_gi_dot, ctbc_impl_gi_dot_bf16,
     ctbc_impl_gi_dot_f16, ctbc_impl_gi_merged_in_place_narrow, ctbc_impl_gi_merged_narrow, ctbc_impl_gi_in_place_narrow,
-    ctbc_impl_gi_window_narrow, ctbc_impl_gi_reference;
+    ctbc_impl_gi_window_narrow, ctbc_impl_gi_c_on_m_amx, ctbc_impl_gi_reference;
 extern const ctbc_impl ctbc_impl_gb_rows;
+
+/* The AMX tile's speed against ukr (the context's amx_tile_speedup) with
+ * `pairs` pairs reduced per call: padded to whole steps, and paying the
+ * call's own cost (amx_call_steps); 0 where it has none. */
+double ctbc_amx_speed(const ctbc_context *ctx, int64_t pairs);
+/* 1: the ISA has an AMX tile, and it may take grad_output against
+ * `operand` (ukr_bf16's rule: both bfloat16, a compute dtype that keeps
+ * them). */
+int ctbc_applies_amx(const ctbc_problem *p, const ctbc_context *ctx, const ctbc_layout *operand);
+/* The ISA's AMX context in *amx where the problem has the context's
+ * amx_min_work (a cost is then worth reckoning); 0 otherwise. */
+int ctbc_amx_worth(const ctbc_problem *p, const ctbc_context *ctx, ctbc_context *amx);
 
 /* Plans and scratch shared by implementations (blocking.c). */
 void ctbc_plan_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_m, ctbc_blocking *bl);

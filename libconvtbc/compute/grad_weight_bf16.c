@@ -195,6 +195,137 @@ const ctbc_impl ctbc_impl_gw_c_on_m_bf16 = {"gw_c_on_m_bf16", applies_pairs, cos
                                             ctbc_scratch_gw_bf16, ctbc_gw_tiles, pairs_tile, 0};
 const ctbc_impl ctbc_impl_gw_o_on_m_bf16 = {"gw_o_on_m_bf16", applies_pairs, cost_o_on_m, plan_o_on_m,
                                             ctbc_scratch_gw_bf16, ctbc_gw_tiles, pairs_tile, 0};
+/* ---- gw_c_on_m_amx: AMX tiles ----------------------------------------------
+ *
+ * The same GEMM per tap with c_in on the AMX tile's rows: the tile reads
+ * its A along the reduction, so the input window is packed transposed,
+ * channel by channel along its rows (ctbc_pack_rows_transposed_h16), and
+ * tap k reads it from (k - k0)*b_size rows on, at any shift (no pairs to
+ * split, no second phase); grad_output is the B side, strips of pairs of
+ * rows as above. Row blocks are padded to whole steps of CTBC_AMX_PAIRS
+ * pairs with zero rows on both sides; a tap's rows are taken in whole
+ * steps, the rows past them zero in the grad_output strips, or (with an
+ * Inf or NaN) packed per tap as above.
+ */
+static void tiles_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)
+{
+    const ctbc_problem *p = run->problem;
+    const ctbc_blocking *bl = &run->blocking;
+    const ctbc_kernel *kern = run->kernel;
+    const int64_t size = CTBC_AMX_TILE, b_size = p->b;
+
+    const int64_t tiles_m = ctbc_ceil_div(p->c_in, bl->gw_chunk), tiles_n = ctbc_ceil_div(p->c_out, bl->gw_bn);
+    const int64_t mi = tile % tiles_m, ni = (tile / tiles_m) % tiles_n, gi = tile / (tiles_m * tiles_n);
+    const int64_t m0 = mi * bl->gw_chunk, mb = ctbc_min(bl->gw_chunk, p->c_in - m0);
+    const int64_t n0 = ni * bl->gw_bn, nb = ctbc_min(bl->gw_bn, p->c_out - n0);
+    const int64_t k0 = gi * bl->gw_kg, k1 = ctbc_min(p->k, k0 + bl->gw_kg);
+    const int64_t mbp = ctbc_round_up(mb, size), nbp = ctbc_round_up(nb, size);
+    uint32_t *o_pairs = (uint32_t *)(void *)scratch->bbuf;
+    uint16_t *window = (uint16_t *)(void *)scratch->abuf;
+
+    const int64_t u_lo = ctbc_tap_steps(p, k1 - 1).lo * b_size, u_hi = ctbc_tap_steps(p, k0).hi * b_size;
+    const int64_t n_blocks = ctbc_ceil_div(u_hi - u_lo, bl->gw_kc);
+    const int64_t block_rows = n_blocks ? ctbc_ceil_div(u_hi - u_lo, n_blocks) : 0;
+    const int64_t ld = ctbc_round_up(2 * ctbc_round_up(ctbc_ceil_div(block_rows, 2), CTBC_AMX_PAIRS) +
+                                         (k1 - k0 - 1) * b_size, 16);
+
+    kern->amx_begin();
+    float *cbuf = scratch->cbuf;
+    memset(cbuf, 0, (size_t)((k1 - k0) * mbp * nbp) * sizeof(float));
+    for (int64_t r0 = u_lo; r0 < u_hi; r0 += block_rows) {
+        const int64_t r1 = ctbc_min(u_hi, r0 + block_rows);
+        const int64_t steps = ctbc_round_up(ctbc_ceil_div(r1 - r0, 2), CTBC_AMX_PAIRS);
+        const int finite = ctbc_pack_strips_bf16(o_pairs, steps, (int)size, &run->grad_output, b_size, r0, r0, r1, n0, nb);
+        int64_t packed_lo = r0, packed_hi = r1;
+        /* input row x_first + w in column w of each channel's row */
+        const int64_t x_first = r0 + (k0 - p->pad) * b_size, columns = 2 * steps + (k1 - k0 - 1) * b_size;
+        const int windows_finite = ctbc_pack_rows_transposed_h16(window, ld, columns, &run->input, b_size, x_first, 0,
+                                                                 p->t * b_size, m0, mb, mbp);
+        for (int64_t k = k0; k < k1; k++) {
+            const ctbc_range tap = ctbc_tap_steps(p, k);
+            const int64_t lo = ctbc_max(tap.lo * b_size, r0), hi = ctbc_min(tap.hi * b_size, r1);
+            if (lo >= hi)
+                continue;
+            if (!finite && (lo != packed_lo || hi != packed_hi)) {
+                ctbc_pack_strips_bf16(o_pairs, steps, (int)size, &run->grad_output, b_size, r0, lo, hi, n0, nb);
+                packed_lo = lo;
+                packed_hi = hi;
+            }
+            const int64_t shift = (k - k0) * b_size, x_shift = (k - p->pad) * b_size;
+            const uint16_t *a = window + shift;
+            if (!windows_finite) {
+                /* the tap's own rows only (see pairs_tile) */
+                ctbc_pack_rows_transposed_h16(window, ld, 2 * steps, &run->input, b_size, x_first + shift,
+                                              lo + x_shift, hi + x_shift, m0, mb, mbp);
+                a = window;
+            }
+            /* the steps holding the tap's rows */
+            const int64_t pa = (lo - r0) / 2 / CTBC_AMX_PAIRS * CTBC_AMX_PAIRS;
+            const int64_t pb = ctbc_round_up(ctbc_ceil_div(hi - r0, 2), CTBC_AMX_PAIRS);
+            const ctbc_ukr_args args = {1, pb - pa, ld, 0, 0, size, 0, 0};
+            float *ck = cbuf + (k - k0) * mbp * nbp;
+            for (int64_t js = 0; js < nbp / size; js++)
+                for (int64_t is = 0; is < mbp / size; is++)
+                    kern->ukr_amx(&args, a + is * size * ld + 2 * pa, o_pairs + (js * steps + pa) * size,
+                                  ck + is * size * nbp + js * size, nbp);
+        }
+    }
+    for (int64_t k = k0; k < k1; k++)
+        ctbc_write_tile(&run->gw_c_rows, k * p->grad_weight.stride[0] + n0 * run->gw_c_rows.cs,
+                        cbuf + (k - k0) * mbp * nbp, nbp, mb, nb, m0);
+}
+
+static int applies_tiles(const ctbc_problem *p, const ctbc_context *ctx)
+{
+    return ctbc_applies_amx(p, ctx, &p->input);
+}
+
+/* plan_with's blocking on the AMX tile, its tap group packing least with
+ * one window (no phases). */
+static void plan_tiles_uncut(const ctbc_problem *p, const ctbc_context *amx, ctbc_blocking *bl)
+{
+    ctbc_plan_gw_gemm(p, amx, 0, bl);
+    bl->gw_chunk = bl->gw_bm;
+    bl->gw_kg = (int32_t)ctbc_gw_taps_packing_least(p, bl->gw_kc, bl->gw_kg, o_cols_of(p, bl), c_cols_of(p, bl), 0);
+}
+
+static void plan_tiles(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
+{
+    ctbc_context amx;
+    if (!ctbc_context_amx(ctx->isa, &amx)) /* (never chosen then: it does not apply) */
+        return;
+    plan_tiles_uncut(p, &amx, bl);
+    ctbc_cut_gw_for_balance(p, &amx, bl);
+}
+
+/* The AMX tile's speed (the context's), a call reducing a tap's rows of
+ * one row block, plus the packing, as cost_with. */
+static double cost_tiles(const ctbc_problem *p, const ctbc_context *ctx)
+{
+    ctbc_context amx;
+    if (!ctbc_amx_worth(p, ctx, &amx))
+        return INFINITY;
+    ctbc_blocking bl = {0};
+    plan_tiles_uncut(p, &amx, &bl);
+    const int64_t o_cols = o_cols_of(p, &bl), c_cols = c_cols_of(p, &bl);
+    const int64_t tap_rows = ctbc_max(ctbc_min(p->t, p->t_out) * p->b, 1);
+    const double packed = ctbc_gw_packed_per_tap_row(p, bl.gw_kc, bl.gw_kg, o_cols, c_cols, 0);
+    return ctbc_cost_gw_gemm(p, &amx, 0) / ctbc_amx_speed(&amx, ctbc_ceil_div(ctbc_min(tap_rows, bl.gw_kc), 2)) +
+           GW_BF16_PACK * packed / (double)ctbc_max(o_cols * c_cols, 1) + ctbc_cost_gw_store(p, 0);
+}
+
+/* The pairs' scratch with the row block padded to whole tile steps (the
+ * window, of 16-bit values, takes half the pairs' room). */
+static void scratch_tiles(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need)
+{
+    ctbc_blocking padded = *bl;
+    padded.gw_kc = (int32_t)ctbc_round_up(bl->gw_kc, 2 * CTBC_AMX_PAIRS);
+    ctbc_scratch_gw_bf16(p, &padded, need);
+}
+
+const ctbc_impl ctbc_impl_gw_c_on_m_amx = {"gw_c_on_m_amx", applies_tiles, cost_tiles,    plan_tiles,
+                                           scratch_tiles,   ctbc_gw_tiles, tiles_tile, CTBC_TILE_AMX};
+
 /* The same on the narrow tile (where the kernel has a narrow VDPBF16PS one). */
 CTBC_NARROW_IMPL(ctbc_impl_gw_c_on_m_bf16_narrow, "gw_c_on_m_bf16_narrow", ctbc_impl_gw_c_on_m_bf16);
 CTBC_NARROW_IMPL(ctbc_impl_gw_o_on_m_bf16_narrow, "gw_o_on_m_bf16_narrow", ctbc_impl_gw_o_on_m_bf16);

@@ -15,13 +15,14 @@ static const ctbc_impl *const grad_input_impls[] = {
     &ctbc_impl_gi_merged_in_place, &ctbc_impl_gi_merged, &ctbc_impl_gi_in_place,
     &ctbc_impl_gi_window,          &ctbc_impl_gi_c_on_m,  &ctbc_impl_gi_c_on_m_bf16,
     &ctbc_impl_gi_dot,             &ctbc_impl_gi_dot_bf16, &ctbc_impl_gi_dot_f16, &ctbc_impl_gi_merged_in_place_narrow,
-    &ctbc_impl_gi_merged_narrow, &ctbc_impl_gi_in_place_narrow, &ctbc_impl_gi_window_narrow, &ctbc_impl_gi_reference,
+    &ctbc_impl_gi_merged_narrow, &ctbc_impl_gi_in_place_narrow, &ctbc_impl_gi_window_narrow, &ctbc_impl_gi_c_on_m_amx,
+    &ctbc_impl_gi_reference,
     NULL,
 };
 static const ctbc_impl *const grad_weight_impls[] = {
     &ctbc_impl_gw_pairs,        &ctbc_impl_gw_c_on_m,       &ctbc_impl_gw_gemv,     &ctbc_impl_gw_o_on_m,
     &ctbc_impl_gw_c_on_m_bf16, &ctbc_impl_gw_o_on_m_bf16, &ctbc_impl_gw_c_on_m_narrow, &ctbc_impl_gw_o_on_m_narrow,
-    &ctbc_impl_gw_c_on_m_bf16_narrow, &ctbc_impl_gw_o_on_m_bf16_narrow, &ctbc_impl_gw_reference, NULL,
+    &ctbc_impl_gw_c_on_m_bf16_narrow, &ctbc_impl_gw_o_on_m_bf16_narrow, &ctbc_impl_gw_c_on_m_amx, &ctbc_impl_gw_reference, NULL,
 };
 static const ctbc_impl *const grad_bias_impls[] = {&ctbc_impl_gb_rows, NULL};
 

@@ -342,31 +342,62 @@ void ctbc_pack_rows_transposed_bf16(uint32_t *dst, int64_t ld, int64_t nrows, co
     }
 }
 
-void ctbc_pack_weight_bf16(uint32_t *dst, int width, const ctbc_operand *weight, int64_t k0, int64_t nk,
-                           int64_t o0, int64_t no, int64_t c0, int64_t nc)
+int ctbc_pack_rows_transposed_h16(uint16_t *dst, int64_t ld, int64_t nrows, const ctbc_operand *op, int64_t b_size,
+                                  int64_t row_first, int64_t row_lo, int64_t row_hi, int64_t col0, int64_t ncols,
+                                  int64_t padded_cols)
+{
+    /* pairs of rows interleaved into 4-byte values (one strip of
+     * ctbc_pack_strips_bf16), then transposed as 4-byte values: each
+     * column's rows 2q and 2q + 1 land side by side */
+    uint32_t block[TRANSPOSE_ROWS * TRANSPOSE_COLS];
+    uint32_t *dst_pairs = (uint32_t *)(void *)dst;
+    const int64_t pairs = (nrows + 1) / 2, ld_pairs = ld / 2;
+    const int64_t last = row_hi < row_first + nrows ? row_hi : row_first + nrows;
+    int finite = 1;
+    for (int64_t j0 = 0; j0 < ncols; j0 += TRANSPOSE_COLS) {
+        const int64_t nj = ncols - j0 < TRANSPOSE_COLS ? ncols - j0 : TRANSPOSE_COLS;
+        for (int64_t q0 = 0; q0 < pairs; q0 += TRANSPOSE_ROWS) {
+            const int64_t nq = pairs - q0 < TRANSPOSE_ROWS ? pairs - q0 : TRANSPOSE_ROWS;
+            finite &= ctbc_pack_strips_bf16(block, nq, (int)nj, op, b_size, row_first + 2 * q0, row_lo, last,
+                                            col0 + j0, nj);
+            transpose_block(op, (float *)(void *)(dst_pairs + j0 * ld_pairs + q0), ld_pairs,
+                            (const float *)(const void *)block, nq, nj);
+        }
+    }
+    for (int64_t j = ncols; j < padded_cols; j++)
+        memset(dst + j * ld, 0, (size_t)(2 * pairs) * sizeof(*dst));
+    return finite;
+}
+
+void ctbc_pack_weight_bf16(uint32_t *dst, int width, int64_t steps, int channel_major, const ctbc_operand *weight,
+                           int64_t k0, int64_t nk, int64_t o0, int64_t no, int64_t c0, int64_t nc)
 {
     /* channel by channel: a channel's output channels lie along o, and with
      * a unit o stride its pairs are read as they lie */
     const uint16_t *data = weight->data;
     const int64_t pairs = (no + 1) / 2, strips = (nc + width - 1) / width;
+    const int64_t q_step = channel_major ? 1 : width, i_step = channel_major ? steps : 1;
     for (int64_t s = 0; s < strips; s++)
         for (int64_t kk = 0; kk < nk; kk++) {
-            uint32_t *d = dst + (s * nk + kk) * pairs * width;
+            uint32_t *d = dst + (s * nk + kk) * steps * width;
             for (int64_t i = 0; i < width; i++) {
+                uint32_t *di = d + i * i_step;
                 const int64_t c = s * width + i;
-                if (c >= nc) {
-                    for (int64_t q = 0; q < pairs; q++)
-                        d[q * width + i] = 0;
-                    continue;
-                }
-                const uint16_t *src = data + (k0 + kk) * weight->s0 + (c0 + c) * weight->s1 + o0 * weight->s2;
                 int64_t q = 0;
-                if (weight->s2 == 1)
-                    for (; q < no / 2; q++)
-                        memcpy(d + q * width + i, src + 2 * q, sizeof(uint32_t));
-                for (; q < pairs; q++)
-                    d[q * width + i] = bf16_bits(src, weight->s2, 2 * q, no) |
-                                       bf16_bits(src, weight->s2, 2 * q + 1, no) << 16;
+                if (c < nc) {
+                    const uint16_t *src = data + (k0 + kk) * weight->s0 + (c0 + c) * weight->s1 + o0 * weight->s2;
+                    if (weight->s2 == 1 && channel_major) {
+                        memcpy(di, src, (size_t)(no / 2) * sizeof(uint32_t)); /* the pairs as they lie */
+                        q = no / 2;
+                    } else if (weight->s2 == 1)
+                        for (; q < no / 2; q++)
+                            memcpy(di + q * q_step, src + 2 * q, sizeof(uint32_t));
+                    for (; q < pairs; q++)
+                        di[q * q_step] = bf16_bits(src, weight->s2, 2 * q, no) |
+                                         bf16_bits(src, weight->s2, 2 * q + 1, no) << 16;
+                }
+                for (; q < steps; q++)
+                    di[q * q_step] = 0;
             }
         }
 }

@@ -109,6 +109,18 @@ void ctbc_pack_rows_transposed_bf16(uint32_t *dst, int64_t ld, int64_t nrows, co
                                     int64_t col0, int64_t ncols);
 
 /*
+ * The same rows of a bfloat16 operand transposed as 16-bit values, for
+ * the AMX tile's A (its rows along the reduction): dst[j*ld + r] = operand
+ * (row_first + r, col0 + j) for r < nrows, j < ncols, zero for rows outside
+ * [row_lo, row_hi) and for columns from ncols to padded_cols; with nrows
+ * odd, r = nrows is written too (zero). ld is even. Returns 1 when no
+ * value packed is Inf or NaN.
+ */
+int ctbc_pack_rows_transposed_h16(uint16_t *dst, int64_t ld, int64_t nrows, const ctbc_operand *op, int64_t b_size,
+                                  int64_t row_first, int64_t row_lo, int64_t row_hi, int64_t col0, int64_t ncols,
+                                  int64_t padded_cols);
+
+/*
  * ctbc_pack_strips over bfloat16 pairs of rows, for a bfloat16 operand:
  * strip s holds dst[(s*pairs + q)*width + i] with operand rows
  * row_first + 2q (low half) and row_first + 2q + 1 (high half) of column
@@ -127,10 +139,13 @@ void ctbc_pack_weight(float *dst, int nr, const ctbc_operand *weight, int64_t k0
                       int64_t o0, int64_t no, int64_t c0, int64_t nc);
 
 /* ctbc_pack_weight over bfloat16 pairs of output channels, for a bfloat16
- * weight: dst[s][kk][q][width] holds channels o0 + 2q (low) and o0 + 2q + 1
- * (high), for q < ceil(no / 2); zero past no and past nc. */
-void ctbc_pack_weight_bf16(uint32_t *dst, int width, const ctbc_operand *weight, int64_t k0, int64_t nk,
-                           int64_t o0, int64_t no, int64_t c0, int64_t nc);
+ * weight: per strip s and tap kk a block of steps x width pairs, pair q of
+ * channel i holding output channels o0 + 2q (low) and o0 + 2q + 1 (high),
+ * zero past no, past nc and from ceil(no / 2) to steps; the block is
+ * [q][width] (the pair tile's strips) or, channel_major, [i][steps] (the
+ * AMX tile's rows along the reduction). */
+void ctbc_pack_weight_bf16(uint32_t *dst, int width, int64_t steps, int channel_major, const ctbc_operand *weight,
+                           int64_t k0, int64_t nk, int64_t o0, int64_t no, int64_t c0, int64_t nc);
 
 /*
  * Where a float32 result tile goes: an output view of dtype, whose tile row
