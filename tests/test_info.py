@@ -16,6 +16,7 @@ import pytest
 
 from convtbc_py import cli, ffi, lib
 from convtbc_py.info import feature_names
+from kernels_in_use import has_amx
 from rawapi import recent_msg
 
 ACL_ERROR_INVALID_PARAM = 100000
@@ -98,10 +99,8 @@ def test_default_isa_follows_the_cpu(report):
     compute = report["compute"]
     if {"avx2", "fma", "f16c"} <= flags:
         if {"avx512f", "avx512bw", "avx512vl"} <= flags:
-            # (AMX where Linux saves the tile state; it grants the tile
-            # data on request from 5.16)
             best = "avx512_bf16" if "avx512_bf16" in flags else "avx512"
-            if {"avx512_bf16", "amx_bf16", "amx_tile"} <= flags:
+            if has_amx(flags):
                 best = "amx_bf16"
             assert compute["isa"] == best
         else:

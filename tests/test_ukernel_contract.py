@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from conftest import C_DIR, REPO_ROOT, run_python
+from kernels_in_use import has_amx
 
 KERNELS = REPO_ROOT / "libconvtbc" / "compute" / "kernels"
 AVX2_FLAGS = ["-mavx2", "-mfma", "-mf16c"]
@@ -39,12 +40,6 @@ def cpu_flags():
 
 
 AMX_FLAGS = ["-mamx-tile", "-mamx-bf16"]
-
-
-def has_amx(flags):
-    """AMX tiles with bfloat16 products (Linux lists amx_* only when the OS
-    saves the tile state; it grants the tile data on request from 5.16)."""
-    return {"amx_bf16", "amx_tile", "avx512_bf16"} <= flags
 
 
 def best_isa(flags):
