@@ -20,12 +20,14 @@
  * is finite (a zero column then adds an exact zero), else each goes through
  * a call of its own that keeps only the rows it reaches.
  *
- * Two implementations share the driver: gi_c_on_m on float32 values, and
+ * Three implementations share the driver: gi_c_on_m on float32 values,
  * gi_c_on_m_bf16 on bfloat16 pairs of output channels through VDPBF16PS
  * (the rule of forward_gemm_bf16: bfloat16 grad_output and weight, a
  * compute dtype that keeps them; outputs differ from gi_c_on_m's only on
- * subnormals, which the instruction flushes, and in the order of the sum).
- * Both pack 4-byte elements: a float32, or a pair.
+ * subnormals, which the instruction flushes, and in the order of the sum),
+ * and gi_c_on_m_amx, the same pairs on AMX tiles (32 x 32, whose A is read
+ * along the reduction: the weight packed channel by channel along c_out).
+ * All pack 4-byte elements: a float32, or a pair.
  */
 #include <math.h>
 #include <string.h>

@@ -23,7 +23,9 @@
  *
  * Two implementations share the driver, as the float32 GEMMs do: c_in
  * (gw_c_on_m_bf16) or c_out (gw_o_on_m_bf16) on the micro-tile's rows;
- * both also on the narrow tile (*_narrow, CTBC_NARROW_IMPL).
+ * both also on the narrow tile (*_narrow, CTBC_NARROW_IMPL). A third,
+ * gw_c_on_m_amx, has a driver of its own below (AMX tiles read their A
+ * along the reduction: the input window is packed transposed).
  * Both apply where grad_output and input are bfloat16 tensors and the
  * compute dtype keeps them (gi_c_on_m_bf16's rule); outputs differ from the
  * float32 GEMMs only on subnormals, which the instruction flushes, and in
