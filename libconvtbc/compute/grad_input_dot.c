@@ -309,6 +309,18 @@ static void scratch_halves(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_
 #define DOT_FACTOR 1.4
 #define DOT_CHANNELS 24.0
 #define DOT_MIN_C_OUT 16
+/* Each output element also ends in a sum across the lanes and a tail
+ * shorter than a vector: about DOT_ELEMENT multiply-adds of a full tile,
+ * spread over its reduction (taps x c_out). EMR, two threads, whole op,
+ * T2910 B2 Ci6 K1 with gi_dot against gi_in_place_narrow: 0.35 against
+ * 0.20 ms at Co31, 0.28 against 0.15 at Co64, 0.61 against 0.58 at Co128,
+ * 1.06 against 0.99 at Co256. At 250 it also took problems where the dot
+ * won (T3 B1 Ci267 K1 Co1207 bfloat16, three rows: 0.19 -> 0.27 ms; T156
+ * B24 Ci4 K1 Co637 float32 1.21 -> 1.47 ms); at 100 five plans of 278
+ * changed, geomean 0.75x the time in alternating processes (T2910 B2 Ci6
+ * K1 Co31 float32 0.32 -> 0.14 ms, T1137 B136 Ci4 K1 Co81 float32 15.0 ->
+ * 9.6 ms; T3 B13 Ci2 K2 Co70 float16 0.023 -> 0.024 ms). */
+#define DOT_ELEMENT 100.0
 
 static double cost_with(const ctbc_problem *p, double factor)
 {
@@ -319,7 +331,7 @@ static double cost_with(const ctbc_problem *p, double factor)
     const int64_t rows = total_rows(p);
     const double wasted = (double)CTBC_DOT_ROWS / (double)ctbc_clamp(rows, 1, CTBC_DOT_ROWS);
     const double rereads = rows > CTBC_DOT_ROWS ? (double)p->c_in / DOT_CHANNELS : 0.0;
-    return factor * (wasted + rereads);
+    return factor * (wasted + rereads) + DOT_ELEMENT / (double)(ctbc_max(p->k, 1) * p->c_out);
 }
 
 static double cost_floats(const ctbc_problem *p, const ctbc_context *ctx)
