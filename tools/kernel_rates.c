@@ -32,7 +32,7 @@ static double seconds(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static float a_floats[8 * KC], b_floats[KC * 32], c[CTBC_MR_MAX * CTBC_NR_MAX];
+static float a_floats[8 * KC], b_floats[KC * 32], c[CTBC_AMX_TILE * CTBC_AMX_TILE]; /* (the largest tile timed) */
 static uint32_t a_pairs[CTBC_AMX_TILE * KC / 2], b_pairs[KC / 2 * 32];
 static float dot_a[CTBC_DOT_ROWS * DOT_LENGTH], dot_b[4 * DOT_LENGTH];
 static uint16_t dot_a_halves[CTBC_DOT_ROWS * DOT_LENGTH], dot_b_halves[4 * DOT_LENGTH];

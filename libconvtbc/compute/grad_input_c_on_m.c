@@ -79,7 +79,7 @@ typedef struct {
 static void edge_columns(const c_on_m_kind *kind, const ctbc_kernel *kern, const ctbc_ukr_args *args,
                          const float *a, const float *b, float *c, int64_t ldc, const unsigned char *column_ok)
 {
-    float tile[CTBC_MR_MAX * CTBC_NR_MAX];
+    float tile[CTBC_AMX_TILE * CTBC_NR_MAX]; /* (the largest of its kinds' tiles) */
     const int64_t mr = kern->mr, nr = kern->nr;
     memset(tile, 0, sizeof(float) * (size_t)(mr * nr));
     kind->ukr(kern, args, a, b, tile, nr);

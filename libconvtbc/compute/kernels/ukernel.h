@@ -44,9 +44,9 @@ typedef struct {
 typedef void (*ctbc_ukr_fn)(const ctbc_ukr_args *args, const float *a, const float *b,
                             float *c, int64_t ldc);
 
-/* Largest tile any kernel uses (sizes stack scratch tiles): the AMX
- * tile's 32 x 32. */
-#define CTBC_MR_MAX 32
+/* Largest tile of the mr x nr kernels (sizes stack scratch tiles; the
+ * AMX tile, CTBC_AMX_TILE square, is sized apart where it runs). */
+#define CTBC_MR_MAX 8
 #define CTBC_NR_MAX 32
 
 /*
