@@ -269,16 +269,13 @@ double ctbc_cost_gw_pairs(const ctbc_problem *p, const ctbc_context *ctx)
            ctbc_cost_gw_store(p, 1);
 }
 
-static void choose_parallel(const ctbc_problem *p, ctbc_blocking *bl)
+static void choose_parallel(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
 {
-    /* Waking the team (team.c) costs a few microseconds, and a worker that
-     * wakes late finds no item left: below ~2e6 flops (both GEMMs) the
-     * calling thread alone is as fast. (With an OpenMP region, whose
-     * closing barrier waited for a worker however late, a 1.7e6-flop shape
-     * at 0.33 ms alone took 2 ms, worst 15 ms, right after an sgemm.) */
-    const double flops = 4.0 * (double)p->t_out * (double)p->b * (double)p->c_in *
-                         (double)p->c_out * (double)p->k;
-    bl->parallel = flops >= 2e6;
+    const double macs = 2.0 * (double)p->t_out * (double)p->b * (double)p->c_in * (double)p->c_out * (double)p->k;
+    const double elements = 2.0 * (double)p->t * (double)p->b * (double)p->c_in +
+                            (double)p->t_out * (double)p->b * (double)p->c_out +
+                            2.0 * (double)p->k * (double)p->c_in * (double)p->c_out;
+    bl->parallel = macs >= ctx->backward_team_min_work || elements >= ctx->backward_team_min_elements;
 }
 
 void ctbc_blocking_choose(const ctbc_problem *p, ctbc_isa isa, uint32_t forced, ctbc_blocking *bl)
@@ -291,7 +288,7 @@ void ctbc_blocking_choose(const ctbc_problem *p, ctbc_isa isa, uint32_t forced, 
         bl->impl[g] = ctbc_impl_choose((ctbc_gradient)g, p, &ctx, forced);
         ctbc_impl_at((ctbc_gradient)g, bl->impl[g])->plan(p, &ctx, bl);
     }
-    choose_parallel(p, bl);
+    choose_parallel(p, &ctx, bl);
 }
 
 static int64_t floats64(int64_t n) { return ctbc_round_up(ctbc_max(n, 1), 16); }

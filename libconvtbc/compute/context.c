@@ -89,6 +89,16 @@ static void context_from_caches(ctbc_isa isa, const ctbc_kernel *kernel, int64_t
      * time of about 1e5 multiply-adds; from 1e6 the second thread's half
      * repays it many times over. */
     ctx->team_min_work = 1e6;
+    /* The work-item team (team.c) is woken in a few microseconds, and a
+     * worker that wakes late finds no item left rather than holding the
+     * call up. EMR, two threads, alternating processes: the 22 listed
+     * shapes under 2e6 flops with 3e4 elements or more took 0.78x the time
+     * on two threads (T16 B9 Ci1600 K1 Co1 float32, grad_input an outer
+     * product, 0.103 -> 0.083 ms; T599 B6 Ci3 K1 Co28 float16 0.143 ->
+     * 0.082 ms), the others 0.95x, 0.81-0.97x each from 5e5 flops and
+     * 0.7-1.8x (noise around 0.02 ms) below. */
+    ctx->backward_team_min_work = 2.5e5; /* 5e5 flops */
+    ctx->backward_team_min_elements = 3e4;
     /* Measured on a Zen 4 (AVX-512, 2 threads), forward GEMMs of 14-35
      * row tiles: two items on two threads took 0.6-0.75 of one thread's
      * time, not half. */

@@ -37,6 +37,13 @@ typedef struct {
     /* Tile multiply-adds (the plan's cost) below which a team of threads
      * costs more to start and join than it saves. */
     double team_min_work;
+    /* The backward op's: it starts a team from this many multiply-adds (of
+     * both gradients), or from this many elements of its operands (of
+     * input, grad_input, grad_output, weight and grad_weight), whichever
+     * comes first: a call that streams a large input and does little with
+     * it is as long as one of many more multiply-adds. */
+    double backward_team_min_work;
+    double backward_team_min_elements;
     /* Fewest tiles a gradient is cut into where each still holds
      * balance_min_work multiply-adds (blocking.c, split_for_balance): a
      * team claims tiles one at a time, and the last of a few big ones runs
