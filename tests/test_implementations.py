@@ -59,6 +59,8 @@ PROBLEMS = [
     (40, 9, 6, 5, 20, 3),
     (30, 5, 1, 4, 40, 2),
     (3, 1, 40, 3, 20, 4),
+    # one input step: each tap reads its own rows, many row blocks of them
+    (1, 600, 14, 7, 24, 7),
 ]
 DTYPES = {"float32": F32, "float16": F16, "bfloat16": BF16}
 
