@@ -60,11 +60,14 @@ static double cost_rows(const ctbc_problem *p, const ctbc_context *ctx)
     return 1.0;
 }
 
+/* Equal chunks of whole cache lines: two threads read grad_output at once,
+ * each its own lines, where 256 + 106 channels (T1 B3841 Ci14 K7 Co362 p7)
+ * left one thread reading most of it alone. */
 static void plan_rows(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
 {
-    (void)p;
     (void)ctx;
-    bl->gb_chunk = CHUNK_MAX;
+    const int64_t tiles = ctbc_ceil_div(ctbc_max(p->c_out, 1), CHUNK_MAX);
+    bl->gb_chunk = (int32_t)ctbc_min(CHUNK_MAX, ctbc_round_up(ctbc_ceil_div(ctbc_max(p->c_out, 1), tiles), 16));
 }
 
 /* plain loops already: the reference too */
