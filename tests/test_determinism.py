@@ -21,7 +21,7 @@ SHAPES = [
     (40, 4, 64, 7, 64, 3, "float16"),
     (9, 64, 130, 2, 70, 1, "float32"),
     # c_out 1, K 1: GEMV grad_weight, grad_input written in place with
-    # partial micro-tiles in both directions, parallel (2e6 flops)
+    # partial micro-tiles in both directions, parallel (2e6 flops, 6e5 elements)
     (43, 7, 1700, 1, 1, 0, "float32"),
     # c_out 1 with B < 8: GEMV per tap, padded
     (64, 1, 100, 5, 1, 2, "float32"),
