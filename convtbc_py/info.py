@@ -108,10 +108,11 @@ def text(info: Dict[str, Any]) -> str:
         ("SoC profile", package["soc"]),
         ("cpu", f"{cpu['model'] or 'model not reported'} ({cpu['vendor'] or 'vendor not reported'})"),
         ("features", " ".join(cpu["features"]) or "none of those below"),
-        ("not found", " ".join(cpu["features_absent"]) or "-"),
+        ("lacking", " ".join(cpu["features_absent"]) or "none"),
         ("caches", f"L1d {_size(caches['l1d'])}, L2 {_size(caches['l2'])}, L3 {_size(caches['l3'])}"),
         ("isa", f"{compute['isa']} ({_env('CONVTBC_ISA', compute['convtbc_isa'])})"),
-        ("kernel", f"{compute['kernel']}, micro-tile {compute['micro_tile'][0]} x {compute['micro_tile'][1]}"),
+        ("kernel", f"{compute['kernel']}, micro-tile {compute['micro_tile'][0]} x {compute['micro_tile'][1]}"
+                   + (", AMX tile 32 x 32 (bfloat16)" if compute["isa"].startswith("amx") else "")),
         ("threads", f"{compute['threads']} ({_env('OMP_NUM_THREADS', compute['omp_num_threads'])})"),
     ]
     width = max(len(key) for key, _ in rows)
