@@ -80,7 +80,8 @@ int ctbc_applies_always(const ctbc_problem *p, const ctbc_context *ctx)
 typedef struct {
     int64_t total, step;
     int32_t *tile;
-    int64_t repack, wide;
+    double repack;
+    int64_t wide;
 } tile_extent;
 
 /*
@@ -109,8 +110,7 @@ static void split_for_balance(const ctbc_context *ctx, double macs, int64_t dept
         if (tiles >= ctx->balance_tiles || macs / (double)(2 * tiles) < ctx->balance_min_work ||
             !(a_halves || b_halves))
             return;
-        tile_extent *e = !b_halves || (a_halves && (double)*a.tile * (double)a.repack >=
-                                                         (double)*b.tile * (double)b.repack)
+        tile_extent *e = !b_halves || (a_halves && (double)*a.tile * a.repack >= (double)*b.tile * b.repack)
                              ? &a
                              : &b;
         *e->tile = (int32_t)ctbc_round_up(ctbc_ceil_div(*e->tile, 2), e->step);
@@ -179,6 +179,20 @@ void ctbc_cut_gw_for_balance(const ctbc_problem *p, const ctbc_context *ctx, ctb
     split_for_balance(ctx, ctbc_grad_input_macs(p), ctbc_ceil_div(ctbc_max(p->k, 1), bl->gw_kg),
                       (tile_extent){bl->gw_o_on_m ? c_out : c_in, bl->gw_bm, &bl->gw_chunk, 1, 2 * mr},
                       (tile_extent){bl->gw_o_on_m ? c_in : c_out, nr, &bl->gw_bn, 1, 2 * nr});
+}
+
+void ctbc_cut_gw_window_for_balance(const ctbc_problem *p, const ctbc_context *ctx, double window_repack,
+                                    ctbc_blocking *bl)
+{
+    const int64_t c_in = ctbc_max(p->c_in, 1), c_out = ctbc_max(p->c_out, 1), mr = ctx->kernel->mr;
+    /* c_in is cut at micro-tiles where it holds two or more (44 channels
+     * in 32 and 12 would pack grad_output twice for little balance) */
+    const int64_t c_in_step = c_in >= 2 * mr ? mr : bl->gw_chunk;
+    /* per kc grad_output rows of a block, kc + (kg-1)*b window rows */
+    const double window_rows = 1.0 + (double)(bl->gw_kg - 1) * (double)p->b / (double)bl->gw_kc;
+    split_for_balance(ctx, ctbc_grad_input_macs(p), ctbc_ceil_div(ctbc_max(p->k, 1), bl->gw_kg),
+                      (tile_extent){c_in, c_in_step, &bl->gw_chunk, window_rows * window_repack, 2 * mr},
+                      (tile_extent){c_out, ctx->kernel->nr, &bl->gw_bn, 1, 2 * ctx->kernel->nr});
 }
 
 /* grad_weight with (tap, channel) pairs on the mr side (see taps_tile). */

@@ -260,6 +260,11 @@ void ctbc_plan_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_
  * (blocking.c, split_for_balance), its reduction blocking as planned: the
  * last step of a plan, after everything sized from its blocks. */
 void ctbc_cut_gw_for_balance(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl);
+/* The same for a driver that packs the input window whole per tile (c_in on
+ * the mr side, cut at any micro-tile), each of its values costing
+ * `window_repack` grad_output values packed. */
+void ctbc_cut_gw_window_for_balance(const ctbc_problem *p, const ctbc_context *ctx, double window_repack,
+                                    ctbc_blocking *bl);
 /* grad_weight.c's per-tap GEMM: its tiles, and its cost per multiply-add
  * with c_out (o_on_m) or c_in on the micro-tile's rows */
 int64_t ctbc_gw_tiles(const ctbc_run *run);
