@@ -171,28 +171,34 @@ void ctbc_plan_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_
     bl->gw_chunk = (int32_t)ctbc_min(ctbc_round_up(gw_m, bl->gw_bm), gw_blocks * bl->gw_bm);
 }
 
-void ctbc_cut_gw_for_balance(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
+/* grad_weight's cut: either half packs the other side's panel again, over
+ * the same rows; the mr side (gw_chunk) is cut at chunk_step, and its panel
+ * holds chunk_repack values per channel. */
+static void cut_gw(const ctbc_problem *p, const ctbc_context *ctx, int64_t chunk_step, double chunk_repack,
+                   ctbc_blocking *bl)
 {
     const int64_t mr = ctx->kernel->mr, nr = ctx->kernel->nr;
     const int64_t c_out = ctbc_max(p->c_out, 1), c_in = ctbc_max(p->c_in, 1);
-    /* either half packs the other side's panel again, over the same rows */
     split_for_balance(ctx, ctbc_grad_input_macs(p), ctbc_ceil_div(ctbc_max(p->k, 1), bl->gw_kg),
-                      (tile_extent){bl->gw_o_on_m ? c_out : c_in, bl->gw_bm, &bl->gw_chunk, 1, 2 * mr},
+                      (tile_extent){bl->gw_o_on_m ? c_out : c_in, chunk_step, &bl->gw_chunk, chunk_repack, 2 * mr},
                       (tile_extent){bl->gw_o_on_m ? c_in : c_out, nr, &bl->gw_bn, 1, 2 * nr});
+}
+
+void ctbc_cut_gw_for_balance(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
+{
+    cut_gw(p, ctx, bl->gw_bm, 1.0, bl);
 }
 
 void ctbc_cut_gw_window_for_balance(const ctbc_problem *p, const ctbc_context *ctx, double window_repack,
                                     ctbc_blocking *bl)
 {
-    const int64_t c_in = ctbc_max(p->c_in, 1), c_out = ctbc_max(p->c_out, 1), mr = ctx->kernel->mr;
+    const int64_t mr = ctx->kernel->mr;
     /* c_in is cut at micro-tiles where it holds two or more (44 channels
      * in 32 and 12 would pack grad_output twice for little balance) */
-    const int64_t c_in_step = c_in >= 2 * mr ? mr : bl->gw_chunk;
+    const int64_t c_in_step = p->c_in >= 2 * mr ? mr : bl->gw_chunk;
     /* per kc grad_output rows of a block, kc + (kg-1)*b window rows */
     const double window_rows = 1.0 + (double)(bl->gw_kg - 1) * (double)p->b / (double)bl->gw_kc;
-    split_for_balance(ctx, ctbc_grad_input_macs(p), ctbc_ceil_div(ctbc_max(p->k, 1), bl->gw_kg),
-                      (tile_extent){c_in, c_in_step, &bl->gw_chunk, window_rows * window_repack, 2 * mr},
-                      (tile_extent){c_out, ctx->kernel->nr, &bl->gw_bn, 1, 2 * ctx->kernel->nr});
+    cut_gw(p, ctx, c_in_step, window_rows * window_repack, bl);
 }
 
 /* grad_weight with (tap, channel) pairs on the mr side (see taps_tile). */

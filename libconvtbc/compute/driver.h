@@ -261,7 +261,7 @@ void ctbc_plan_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_
  * last step of a plan, after everything sized from its blocks. */
 void ctbc_cut_gw_for_balance(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl);
 /* The same for a driver that packs the input window whole per tile (c_in on
- * the mr side, cut at any micro-tile), each of its values costing
+ * the mr side, gw_o_on_m 0, cut at any micro-tile), each of its values costing
  * `window_repack` grad_output values packed. */
 void ctbc_cut_gw_window_for_balance(const ctbc_problem *p, const ctbc_context *ctx, double window_repack,
                                     ctbc_blocking *bl);

@@ -66,8 +66,8 @@ static double cost_rows(const ctbc_problem *p, const ctbc_context *ctx)
 static void plan_rows(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
 {
     (void)ctx;
-    const int64_t tiles = ctbc_ceil_div(ctbc_max(p->c_out, 1), CHUNK_MAX);
-    bl->gb_chunk = (int32_t)ctbc_min(CHUNK_MAX, ctbc_round_up(ctbc_ceil_div(ctbc_max(p->c_out, 1), tiles), 16));
+    const int64_t c_out = ctbc_max(p->c_out, 1), tiles = ctbc_ceil_div(c_out, CHUNK_MAX);
+    bl->gb_chunk = (int32_t)ctbc_min(CHUNK_MAX, ctbc_round_up(ctbc_ceil_div(c_out, tiles), 16));
 }
 
 /* plain loops already: the reference too */
