@@ -1,16 +1,16 @@
 /*
  * grad_bias[o] = sum_{t, b} grad_output[t, b, o], summed in float32 over
- * GB_LANES lanes: lane l adds the rows g = t*b_size + b with g % GB_LANES
- * == l in order, then the lanes are added in order 0, 1, ... (one chain of
- * dependent adds per channel ran at one add per FP latency: with few
- * channels and many rows, the longest item of the run). One pass over
- * grad_output per chunk of channels. cubeMathType does not apply: there
- * are no products.
+ * CTBC_ROW_SUM_LANES lanes by the kernel's row_sums: lane l adds the rows
+ * g = t*b_size + b with g % CTBC_ROW_SUM_LANES == l in order, then the
+ * lanes are added in order 0, 1, ... (one chain of dependent adds per
+ * channel ran at one add per FP latency: with few channels and many rows,
+ * the longest item of the run). One pass over grad_output per chunk of
+ * channels; every ISA's row_sums gives the same bits. cubeMathType does
+ * not apply: there are no products.
  */
 #include "compute/driver.h"
 
 #define CHUNK_MAX 256
-#define GB_LANES 8
 
 static int64_t gb_tiles(const ctbc_run *run)
 {
@@ -26,28 +26,27 @@ static void gb_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scrat
     ctbc_operand g = run->grad_output;
     g.rounding = CTBC_ROUND_NONE;
 
-    float acc[GB_LANES][CHUNK_MAX], row[CHUNK_MAX];
-    for (int l = 0; l < GB_LANES; l++)
+    float acc[CTBC_ROW_SUM_LANES][CHUNK_MAX], row[CHUNK_MAX];
+    for (int l = 0; l < CTBC_ROW_SUM_LANES; l++)
         for (int64_t o = 0; o < no; o++)
             acc[l][o] = 0.0f;
+    const ctbc_row_sums_fn row_sums = run->kernel->row_sums;
     int lane = 0;
     /* float32 channels side by side are added where they lie (a copy
      * first would double the reads of the largest operand) */
     const int in_place = g.dtype == CTBC_F32 && (g.s2 == 1 || no == 1);
-    for (int64_t t = 0; t < p->t_out; t++)
-        for (int64_t b = 0; b < p->b; b++) {
-            const int64_t offset = t * g.s0 + b * g.s1 + o0 * g.s2;
-            const float *values = row;
-            if (in_place)
-                values = (const float *)g.data + offset;
-            else
-                ctbc_convert_run(row, &g, offset, g.s2, no);
-            float *sums = acc[lane];
-            for (int64_t o = 0; o < no; o++)
-                sums[o] += values[o];
-            lane = (lane + 1) % GB_LANES;
+    for (int64_t t = 0; t < p->t_out; t++) {
+        const int64_t offset = t * g.s0 + o0 * g.s2;
+        if (in_place) {
+            lane = row_sums(acc[0], CHUNK_MAX, lane, (const float *)g.data + offset, g.s1, p->b, no);
+            continue;
         }
-    for (int l = 1; l < GB_LANES; l++)
+        for (int64_t b = 0; b < p->b; b++) {
+            ctbc_convert_run(row, &g, offset + b * g.s1, g.s2, no);
+            lane = row_sums(acc[0], CHUNK_MAX, lane, row, 0, 1, no);
+        }
+    }
+    for (int l = 1; l < CTBC_ROW_SUM_LANES; l++)
         for (int64_t o = 0; o < no; o++)
             acc[0][o] += acc[l][o];
     ctbc_write_tile(&run->gb_out, o0 * p->grad_bias.stride[0], acc[0], no, 1, no, 0);
@@ -70,6 +69,6 @@ static void plan_rows(const ctbc_problem *p, const ctbc_context *ctx, ctbc_block
     bl->gb_chunk = (int32_t)ctbc_min(CHUNK_MAX, ctbc_round_up(ctbc_ceil_div(c_out, tiles), 16));
 }
 
-/* plain loops already: the reference too */
+/* plain sums already (the same bits on every ISA): the reference too */
 const ctbc_impl ctbc_impl_gb_rows = {"gb_rows", ctbc_applies_always, cost_rows, plan_rows, ctbc_scratch_none,
                                      gb_tiles, gb_tile, 0};

@@ -457,12 +457,54 @@ static void check_dot_bf16(const ctbc_kernel *k)
                 }
 }
 
+/* ---- the row sums (grad_bias) ------------------------------------------- */
+
+/* ctbc_row_sums_fn's order written out: row r goes to lane (lane + r) % 8,
+ * one add per element, rows in order. Lanes start from values of their own
+ * (a call continues the sums of the call before), and the elements past n
+ * of each lane are never touched. */
+static void check_row_sums(const ctbc_kernel *k)
+{
+    enum { LANE_STRIDE = 80, ROWS_MAX = 19 };
+    static float rows[ROWS_MAX * 100], got[CTBC_ROW_SUM_LANES * LANE_STRIDE], want[CTBC_ROW_SUM_LANES * LANE_STRIDE];
+    for (int i = 0; i < ROWS_MAX * 100; i++)
+        rows[i] = random_value();
+    rows[5] = NAN, rows[130] = INFINITY, rows[231] = -INFINITY; /* they propagate like any value */
+    const int64_t ns[] = {0, 1, 3, 15, 16, 17, 33, 64, 71};
+    const int64_t strides[] = {0, 71, 100};
+    for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
+        for (size_t si = 0; si < sizeof strides / sizeof *strides; si++)
+            for (int64_t n_rows = 0; n_rows <= ROWS_MAX; n_rows += 3)
+                for (int lane = 0; lane < CTBC_ROW_SUM_LANES; lane += 3) {
+                    const int64_t n = ns[ni], stride = strides[si];
+                    if (stride && stride < n)
+                        continue;
+                    for (int e = 0; e < CTBC_ROW_SUM_LANES * LANE_STRIDE; e++)
+                        got[e] = want[e] = (float)(e % 7) - 3.25f;
+                    int next = lane;
+                    for (int64_t r = 0; r < n_rows; r++) {
+                        for (int64_t o = 0; o < n; o++)
+                            want[next * LANE_STRIDE + o] += rows[r * stride + o];
+                        next = (next + 1) % CTBC_ROW_SUM_LANES;
+                    }
+                    const int returned = k->row_sums(got, LANE_STRIDE, lane, rows, stride, n_rows, n);
+                    CHECK(returned == next, "%s row_sums: n %lld rows %lld lane %d returned lane %d, want %d",
+                          k->name, (long long)n, (long long)n_rows, lane, returned, next);
+                    for (int e = 0; e < CTBC_ROW_SUM_LANES * LANE_STRIDE; e++)
+                        CHECK(bits(got[e]) == bits(want[e]) || (isnan(got[e]) && isnan(want[e])),
+                              "%s row_sums: n %lld stride %lld rows %lld lane %d: element %d is %a, want %a",
+                              k->name, (long long)n, (long long)stride, (long long)n_rows, lane, e, got[e],
+                              want[e]);
+                }
+}
+
 /* ---- the entries -------------------------------------------------------- */
 
 static void check_entry(const ctbc_kernel *k, int fused)
 {
     const int before = failures;
-    CHECK(k->ukr && k->gemv && k->f16_load && k->bf16_load && k->f16_store && k->bf16_store && k->transpose && k->dot,
+    CHECK(k->ukr && k->gemv && k->f16_load && k->bf16_load && k->f16_store && k->bf16_store && k->transpose && k->dot &&
+              k->row_sums,
           "%s: an entry of a built ISA leaves a helper NULL", k->name);
     CHECK(k->mr >= 1 && k->mr <= CTBC_MR_MAX && k->nr >= 4 && k->nr <= CTBC_NR_MAX && k->nr % 8 == 0,
           "%s: tile %dx%d outside the scratch bounds", k->name, k->mr, k->nr);
@@ -496,6 +538,7 @@ static void check_entry(const ctbc_kernel *k, int fused)
     check_narrow(k->name, "bfloat16", k->bf16_store, ctbc_f32_to_bf16);
     check_transpose(k);
     check_dot(k);
+    check_row_sums(k);
     printf("%s: %s\n", k->name, failures == before ? "ok" : "FAILED");
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "compute/kernels/dot_rows.h"
+#include "compute/kernels/row_sums.h"
 #include "compute/kernels/gemv_tail.h"
 
 #define MR 6
@@ -239,7 +240,8 @@ const ctbc_kernel ctbc_kernel_avx2 = {.name = "avx2",
                                       .f16_store = f16_store_avx2,
                                       .bf16_store = bf16_store_avx2,
                                       .transpose = transpose_avx2,
-                                      .dot = dot_rows};
+                                      .dot = dot_rows,
+                                      .row_sums = row_sums};
 
 #else
 

@@ -30,6 +30,7 @@
 #if defined(CTBC_AVX512_BUILT)
 
 #include "compute/kernels/dot_rows.h"
+#include "compute/kernels/row_sums.h"
 #include "compute/kernels/gemv_tail.h"
 
 #define MR 6
@@ -322,6 +323,7 @@ const ctbc_kernel ctbc_kernel_avx512_bf16 = {.name = "avx512_bf16",
                                              .ukr_bf16 = ukr_avx512bf16_6x32,
                                              .ukr_bf16_narrow = ukr_avx512bf16_8x16,
                                              .dot = dot_rows,
+                                             .row_sums = row_sums,
                                              .dot_bf16 = dot_bf16_rows,
                                              .mr_narrow = MR_NARROW,
                                              .ukr_narrow = ukr_avx512_8x16};
@@ -339,6 +341,7 @@ const ctbc_kernel ctbc_kernel_avx512 = {.name = "avx512",
                                         .bf16_store = bf16_store_avx512,
                                         .transpose = transpose_avx512,
                                         .dot = dot_rows,
+                                        .row_sums = row_sums,
                                         .mr_narrow = MR_NARROW,
                                         .ukr_narrow = ukr_avx512_8x16};
 

@@ -5,6 +5,7 @@
  */
 #include "compute/kernels/ukernel.h"
 #include "compute/kernels/dot_rows.h"
+#include "compute/kernels/row_sums.h"
 
 #include "compute/float_convert.h"
 
@@ -95,4 +96,5 @@ const ctbc_kernel ctbc_kernel_portable = {.name = "portable",
                                           .f16_store = f16_store_portable,
                                           .bf16_store = bf16_store_portable,
                                           .transpose = transpose_portable,
-                                          .dot = dot_rows};
+                                          .dot = dot_rows,
+                                          .row_sums = row_sums};

@@ -120,6 +120,22 @@ typedef struct {
 typedef void (*ctbc_dot_fn)(const ctbc_dot_args *args, const float *a, const float *b, float *c, int64_t ldc);
 
 /*
+ * Sums of rows into lanes of sums, for grad_bias: the rows r < n_rows in
+ * order, row r being rows[r*row_stride + o] for o < n, each added to lane
+ * (lane + r) % CTBC_ROW_SUM_LANES,
+ *
+ *   lanes[l*lane_stride + o] += rows[r*row_stride + o]
+ *
+ * one float32 add per element in that order (so every ISA gives the same
+ * bits); returns the lane the next row goes to. The lanes let a few
+ * channels over many rows run several chains of adds at once.
+ */
+#define CTBC_ROW_SUM_LANES 8
+
+typedef int (*ctbc_row_sums_fn)(float *lanes, int64_t lane_stride, int lane, const float *rows,
+                                int64_t row_stride, int64_t n_rows, int64_t n);
+
+/*
  * The dot kernel on bfloat16 operands through VDPBF16PS: the same rows,
  * columns, arguments and output as ctbc_dot_fn, but a and b hold bfloat16
  * values (strides count them), each product exact in float32:
@@ -183,6 +199,7 @@ typedef struct {
      * mr x nr as ukr. */
     ctbc_ukr_bf16_fn ukr_bf16;
     ctbc_dot_fn dot; /* set whenever ukr is */
+    ctbc_row_sums_fn row_sums; /* set whenever ukr is */
     ctbc_dot_bf16_fn dot_bf16; /* set where ukr_bf16 is */
     /* ukr's contract on a narrower tile, mr_narrow x CTBC_NR_NARROW, with
      * ukr's bits, for GEMMs of few columns, which an nr-wide tile would
