@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import threading
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
@@ -323,30 +324,39 @@ def _in_python_terms(signature: _Signature, error: AclnnError, arrays: Sequence[
 
 
 def _on_host(function: Any, arrays: Sequence[Optional[np.ndarray]],
-             arguments: Callable[[List[Any]], Sequence[Any]]) -> None:
+             arguments: Callable[[Sequence[Any]], Sequence[Any]]) -> None:
     """Calls the convtbc*OnHost `function` with `arrays` as host tensors (None
     passes NULL), `arguments(tensors)` giving its argument list. (The C call
     drops the thread's older error messages itself, so that an error
     reports only this call.)"""
     keep_alive: List[Any] = []
-    tensors = _contiguous_host_tensors(arrays, keep_alive)
-    if tensors is None:
+    pointers = _contiguous_host_tensors(arrays, keep_alive)
+    if pointers is None:
         tensors = ffi.new(_HOST_TENSORS, [() if a is None else _host_tensor(a, keep_alive) for a in arrays])
-    check(function(*arguments([ffi.NULL if a is None else tensors + i for i, a in enumerate(arrays)])))
+        pointers = [ffi.NULL if a is None else tensors + i for i, a in enumerate(arrays)]
+    check(function(*arguments(pointers)))
     del keep_alive  # only now: the C side held these addresses until here
 
 
-# The bytes of convtbcHostTensor arrays by the shapes and dtypes of the
-# operands (their data pointers are replaced on each call): calls repeat
-# the same few descriptions but for the addresses, and copying one whole is
-# several times cheaper than filling its fields from Python.
-_DESCRIPTIONS: Dict[Tuple[Any, ...], bytes] = {}
+# Host tensors by the shapes and dtypes of the operands, one set per thread
+# (their data pointers are replaced on each call): calls repeat the same few
+# descriptions but for the addresses, and setting those is several times
+# cheaper than making and filling the structs from Python.
 _DESCRIPTIONS_KEPT = 256
 
 
-def _contiguous_host_tensors(arrays: Sequence[Optional[np.ndarray]], keep_alive: List[Any]) -> Any:
-    """The host tensors of `arrays` when each is None or C-contiguous and
-    aligned (the usual call), else None."""
+class _Described(threading.local):
+    def __init__(self) -> None:
+        self.by_key: Dict[Tuple[Any, ...], Tuple[Any, List[Any]]] = {}
+
+
+_described = _Described()
+
+
+def _contiguous_host_tensors(arrays: Sequence[Optional[np.ndarray]], keep_alive: List[Any]) -> Optional[List[Any]]:
+    """Pointers to host tensors of `arrays` (NULL for None) when each is None
+    or C-contiguous and aligned (the usual call), else None. The tensors are
+    this thread's, valid until its next call."""
     key: List[Any] = []
     for a in arrays:
         if a is None:
@@ -357,21 +367,21 @@ def _contiguous_host_tensors(arrays: Sequence[Optional[np.ndarray]], keep_alive:
             return None
         key.append(a.shape)
         key.append(a.dtype)
-    described = _DESCRIPTIONS.get(tuple(key))
+    by_key = _described.by_key
+    described = by_key.get(tuple(key))
     if described is None:
-        described = bytes(ffi.buffer(ffi.new(
-            _HOST_TENSORS, [() if a is None else _host_tensor(a, []) for a in arrays])))
-        if len(_DESCRIPTIONS) >= _DESCRIPTIONS_KEPT:
-            _DESCRIPTIONS.clear()
-        _DESCRIPTIONS[tuple(key)] = described
-    tensors = ffi.new(_HOST_TENSORS, len(arrays))
-    ffi.memmove(tensors, described, len(described))
+        tensors = ffi.new(_HOST_TENSORS, [() if a is None else _host_tensor(a, []) for a in arrays])
+        described = (tensors, [ffi.NULL if a is None else tensors + i for i, a in enumerate(arrays)])
+        if len(by_key) >= _DESCRIPTIONS_KEPT:
+            by_key.clear()
+        by_key[tuple(key)] = described
+    tensors = described[0]
     for i, a in enumerate(arrays):
         if a is not None:
             pointer = ffi.from_buffer(a)
             keep_alive.append(pointer)
             tensors[i].data = pointer
-    return tensors
+    return described[1]
 
 
 def run_on_host(

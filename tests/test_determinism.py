@@ -115,23 +115,28 @@ def test_unknown_isa_value_still_correct(tmp_path):
 
 
 def test_deterministic_in_python_threads():
-    # Concurrent calls from several Python threads give the single-call bits.
+    # Concurrent calls from several Python threads give the single-call bits,
+    # each thread its own operands of one shape: the bindings reuse the host
+    # tensors of a shape from call to call, so a set shared across threads
+    # would hand one thread's arrays to another's call.
     import threading
-    shape = SHAPES[1]
-    ops = operands(shape)
-    want = [a.tobytes() for a in convtbc_py.conv_tbc_backward(*ops, shape[5])]
+    shape = SHAPES[4]
+    first = operands(shape)
+    sets = [first] + [tuple(a * (i + 2) for a in first) for i in range(3)]
+    wants = [[a.tobytes() for a in convtbc_py.conv_tbc_backward(*ops, shape[5])] for ops in sets]
+    assert len({w[0] for w in wants}) == len(wants)  # the sets differ in what they give
     errors = []
 
-    def work():
+    def work(index):
         try:
-            for _ in range(3):
-                got = convtbc_py.conv_tbc_backward(*ops, shape[5])
-                if [a.tobytes() for a in got] != want:
-                    errors.append("differs")
+            for _ in range(40):
+                got = convtbc_py.conv_tbc_backward(*sets[index], shape[5])
+                if [a.tobytes() for a in got] != wants[index]:
+                    errors.append(f"thread {index} differs")
         except Exception as e:  # noqa: BLE001
             errors.append(repr(e))
 
-    ths = [threading.Thread(target=work) for _ in range(4)]
+    ths = [threading.Thread(target=work, args=(i,)) for i in range(len(sets))]
     for t in ths:
         t.start()
     for t in ths:
