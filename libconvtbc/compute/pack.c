@@ -11,6 +11,7 @@ ctbc_operand ctbc_operand_make(const void *data, const ctbc_layout *layout, ctbc
 {
     ctbc_operand op;
     op.transpose = kernel->transpose;
+    op.bf16_pairs = kernel->bf16_pairs;
     op.load16 = layout->dtype == CTBC_F16    ? kernel->f16_load
                 : layout->dtype == CTBC_BF16 ? kernel->bf16_load
                                              : 0;
@@ -419,21 +420,17 @@ int ctbc_pack_strips_bf16(uint32_t *dst, int64_t pairs, int width, const ctbc_op
                                                 : NULL;
         }
         const uint16_t *lo = half[0], *hi = half[1];
+        if (lo && hi && s2 == 1) {
+            special |= op->bf16_pairs(dst + q * width, pairs * width, width, lo, hi, ncols) ? 0x8000u : 0u;
+            continue;
+        }
         for (int64_t s = 0; s < strips; s++) {
             uint32_t *d = dst + (s * pairs + q) * width;
             const int64_t c0 = s * width, n = ncols - c0 < width ? ncols - c0 : width;
-            if (lo && hi && s2 == 1) {
-                for (int64_t i = 0; i < n; i++) {
-                    const uint32_t l = lo[c0 + i], h = hi[c0 + i];
-                    special |= ((l & 0x7f80u) + 0x80u) | ((h & 0x7f80u) + 0x80u);
-                    d[i] = l | h << 16;
-                }
-            } else {
-                for (int64_t i = 0; i < n; i++) {
-                    const uint32_t l = lo ? lo[(c0 + i) * s2] : 0u, h = hi ? hi[(c0 + i) * s2] : 0u;
-                    special |= ((l & 0x7f80u) + 0x80u) | ((h & 0x7f80u) + 0x80u);
-                    d[i] = l | h << 16;
-                }
+            for (int64_t i = 0; i < n; i++) {
+                const uint32_t l = lo ? lo[(c0 + i) * s2] : 0u, h = hi ? hi[(c0 + i) * s2] : 0u;
+                special |= ((l & 0x7f80u) + 0x80u) | ((h & 0x7f80u) + 0x80u);
+                d[i] = l | h << 16;
             }
             for (int64_t i = n; i < width; i++)
                 d[i] = 0;

@@ -498,13 +498,58 @@ static void check_row_sums(const ctbc_kernel *k)
                 }
 }
 
+/* ---- the bfloat16 pairs (packing) ---------------------------------------- */
+
+/* ctbc_bf16_pairs_fn written out: pair i of the rows in strip i / width at
+ * i % width, zero pairs to the strip's end, nothing else written; the
+ * flag set exactly when some value is Inf or NaN. */
+static void check_bf16_pairs(const ctbc_kernel *k)
+{
+    enum { N_MAX = 100, OUT = 400 };
+    static uint16_t first[N_MAX], second[N_MAX];
+    static uint32_t got[OUT];
+    const int64_t ns[] = {0, 1, 15, 16, 17, 31, 32, 33, 64, 77, 100};
+    const int64_t widths[] = {16, 32};
+    for (int special = 0; special <= 3; special++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
+            for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++) {
+                const int64_t n = ns[ni], width = widths[wi], stride = width + 3;
+                for (int i = 0; i < N_MAX; i++) {
+                    first[i] = (uint16_t)((int)(random_value() * 30000.0f) & 0x7f7f); /* finite */
+                    second[i] = (uint16_t)((int)(random_value() * 30000.0f) & 0xff7f);
+                }
+                /* 1: an Inf in the first row, 2: a NaN in the second, 3: a NaN past n (not read) */
+                if (special == 1 && n > 0)
+                    first[n - 1] = 0x7f80;
+                if (special == 2 && n > 0)
+                    second[n / 2] = 0xffc1;
+                if (special == 3 && n < N_MAX)
+                    first[n] = 0x7fc0;
+                for (int e = 0; e < OUT; e++)
+                    got[e] = SENTINEL;
+                const int flagged = k->bf16_pairs(got, stride, width, first, second, n);
+                const int want_flag = (special == 1 || special == 2) && n > 0;
+                CHECK(!flagged == !want_flag, "%s bf16_pairs n %lld width %lld case %d: flag %d, want %d", k->name,
+                      (long long)n, (long long)width, special, flagged, want_flag);
+                const int64_t strips = (n + width - 1) / width;
+                for (int64_t e = 0; e < OUT; e++) {
+                    const int64_t s = e / stride, i = e % stride, c = s * width + i;
+                    uint32_t want = SENTINEL;
+                    if (s < strips && i < width)
+                        want = c < n ? (uint32_t)first[c] | (uint32_t)second[c] << 16 : 0u;
+                    CHECK(got[e] == want, "%s bf16_pairs n %lld width %lld: dst[%lld] = %08x, want %08x", k->name,
+                          (long long)n, (long long)width, (long long)e, got[e], want);
+                }
+            }
+}
+
 /* ---- the entries -------------------------------------------------------- */
 
 static void check_entry(const ctbc_kernel *k, int fused)
 {
     const int before = failures;
     CHECK(k->ukr && k->gemv && k->f16_load && k->bf16_load && k->f16_store && k->bf16_store && k->transpose && k->dot &&
-              k->row_sums,
+              k->row_sums && k->bf16_pairs,
           "%s: an entry of a built ISA leaves a helper NULL", k->name);
     CHECK(k->mr >= 1 && k->mr <= CTBC_MR_MAX && k->nr >= 4 && k->nr <= CTBC_NR_MAX && k->nr % 8 == 0,
           "%s: tile %dx%d outside the scratch bounds", k->name, k->mr, k->nr);
@@ -539,6 +584,7 @@ static void check_entry(const ctbc_kernel *k, int fused)
     check_transpose(k);
     check_dot(k);
     check_row_sums(k);
+    check_bf16_pairs(k);
     printf("%s: %s\n", k->name, failures == before ? "ok" : "FAILED");
 }
 

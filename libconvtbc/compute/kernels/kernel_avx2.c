@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "compute/kernels/dot_rows.h"
+#include "compute/kernels/bf16_pairs.h"
 #include "compute/kernels/row_sums.h"
 #include "compute/kernels/gemv_tail.h"
 
@@ -241,7 +242,8 @@ const ctbc_kernel ctbc_kernel_avx2 = {.name = "avx2",
                                       .bf16_store = bf16_store_avx2,
                                       .transpose = transpose_avx2,
                                       .dot = dot_rows,
-                                      .row_sums = row_sums};
+                                      .row_sums = row_sums,
+                                      .bf16_pairs = bf16_pairs};
 
 #else
 

@@ -30,6 +30,7 @@
 #if defined(CTBC_AVX512_BUILT)
 
 #include "compute/kernels/dot_rows.h"
+#include "compute/kernels/bf16_pairs.h"
 #include "compute/kernels/row_sums.h"
 #include "compute/kernels/gemv_tail.h"
 
@@ -324,6 +325,7 @@ const ctbc_kernel ctbc_kernel_avx512_bf16 = {.name = "avx512_bf16",
                                              .ukr_bf16_narrow = ukr_avx512bf16_8x16,
                                              .dot = dot_rows,
                                              .row_sums = row_sums,
+                                             .bf16_pairs = bf16_pairs,
                                              .dot_bf16 = dot_bf16_rows,
                                              .mr_narrow = MR_NARROW,
                                              .ukr_narrow = ukr_avx512_8x16};
@@ -342,6 +344,7 @@ const ctbc_kernel ctbc_kernel_avx512 = {.name = "avx512",
                                         .transpose = transpose_avx512,
                                         .dot = dot_rows,
                                         .row_sums = row_sums,
+                                        .bf16_pairs = bf16_pairs,
                                         .mr_narrow = MR_NARROW,
                                         .ukr_narrow = ukr_avx512_8x16};
 

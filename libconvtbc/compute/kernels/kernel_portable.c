@@ -5,6 +5,7 @@
  */
 #include "compute/kernels/ukernel.h"
 #include "compute/kernels/dot_rows.h"
+#include "compute/kernels/bf16_pairs.h"
 #include "compute/kernels/row_sums.h"
 
 #include "compute/float_convert.h"
@@ -97,4 +98,5 @@ const ctbc_kernel ctbc_kernel_portable = {.name = "portable",
                                           .bf16_store = bf16_store_portable,
                                           .transpose = transpose_portable,
                                           .dot = dot_rows,
-                                          .row_sums = row_sums};
+                                          .row_sums = row_sums,
+                                          .bf16_pairs = bf16_pairs};

@@ -136,6 +136,19 @@ typedef int (*ctbc_row_sums_fn)(float *lanes, int64_t lane_stride, int lane, con
                                 int64_t row_stride, int64_t n_rows, int64_t n);
 
 /*
+ * Two rows of bfloat16 values made pairs, for packing the pair kernels'
+ * operands: for i < n, in strips of `width` pairs,
+ *
+ *   dst[(i / width)*strip_stride + i % width] = first[i] | second[i] << 16
+ *
+ * the last strip padded with zero pairs to `width` (strip_stride >= width,
+ * n >= 0). Returns nonzero when a value of either row has an all-ones
+ * exponent (Inf or NaN), else 0.
+ */
+typedef int (*ctbc_bf16_pairs_fn)(uint32_t *dst, int64_t strip_stride, int64_t width, const uint16_t *first,
+                                  const uint16_t *second, int64_t n);
+
+/*
  * The dot kernel on bfloat16 operands through VDPBF16PS: the same rows,
  * columns, arguments and output as ctbc_dot_fn, but a and b hold bfloat16
  * values (strides count them), each product exact in float32:
@@ -200,6 +213,7 @@ typedef struct {
     ctbc_ukr_bf16_fn ukr_bf16;
     ctbc_dot_fn dot; /* set whenever ukr is */
     ctbc_row_sums_fn row_sums; /* set whenever ukr is */
+    ctbc_bf16_pairs_fn bf16_pairs; /* set whenever ukr is */
     ctbc_dot_bf16_fn dot_bf16; /* set where ukr_bf16 is */
     /* ukr's contract on a narrower tile, mr_narrow x CTBC_NR_NARROW, with
      * ukr's bits, for GEMMs of few columns, which an nr-wide tile would
