@@ -50,15 +50,42 @@ static ctbc_scratch scratch_of(float *base, const ctbc_ws_layout *layout, int wo
     return (ctbc_scratch){mine, mine + layout->cbuf, mine + layout->cbuf + layout->abuf};
 }
 
-/* The work items of one run: the tiles of grad_weight, then grad_input,
- * then grad_bias, each computed by its gradient's implementation. */
+/* The work items of one run: the tiles of the three gradients, each
+ * computed by its gradient's implementation, the gradient with the largest
+ * tiles first (see item_order). */
 typedef struct {
     const ctbc_impl *impl[CTBC_GRADIENTS];
     const ctbc_run *run[CTBC_GRADIENTS]; /* what each one's tiles read */
     int64_t first[CTBC_GRADIENTS + 1]; /* item of each one's tile 0; the total */
 } work_items;
 
-static const ctbc_gradient ITEM_ORDER[CTBC_GRADIENTS] = {CTBC_GRAD_WEIGHT, CTBC_GRAD_INPUT, CTBC_GRAD_BIAS};
+/* The gradients in the order their tiles are handed out: largest tiles
+ * first, so that the team ends on small ones. Handed out after the many
+ * small tiles of another gradient, one large tile ran alone at the end:
+ * T46 B11 Ci430 K13 Co19, 42 grad_weight tiles, then grad_input in one,
+ * a quarter of the samples waiting. The work of a tile is its gradient's
+ * multiply-adds (grad_bias: its adds) over its tiles; ties keep grad_weight,
+ * grad_input, grad_bias. The order changes no result: tiles write disjoint
+ * outputs. */
+static void item_order(const ctbc_problem *p, const int64_t tiles[CTBC_GRADIENTS], ctbc_gradient order[CTBC_GRADIENTS])
+{
+    const double macs = (double)p->t_out * (double)p->b * (double)p->c_in * (double)p->c_out * (double)p->k;
+    double per_tile[CTBC_GRADIENTS];
+    per_tile[CTBC_GRAD_WEIGHT] = macs;
+    per_tile[CTBC_GRAD_INPUT] = macs;
+    per_tile[CTBC_GRAD_BIAS] = (double)p->t_out * (double)p->b * (double)p->c_out;
+    const ctbc_gradient first[CTBC_GRADIENTS] = {CTBC_GRAD_WEIGHT, CTBC_GRAD_INPUT, CTBC_GRAD_BIAS};
+    for (int i = 0; i < CTBC_GRADIENTS; i++) {
+        per_tile[first[i]] /= (double)(tiles[first[i]] > 0 ? tiles[first[i]] : 1);
+        /* insertion: after every earlier one at least as large */
+        int j = i;
+        while (j > 0 && per_tile[order[j - 1]] < per_tile[first[i]]) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = first[i];
+    }
+}
 
 static void run_item(const work_items *items, int64_t item, const ctbc_scratch *scratch)
 {
@@ -113,18 +140,28 @@ void ctbc_execute(const ctbc_plan *plan, const ctbc_buffers *buffers, void *work
      * use one (the plan chose them only where the ISA has it) */
     const ctbc_isa isa = (ctbc_isa)run.blocking.isa;
     ctbc_run on_tile[CTBC_GRADIENTS];
+    const ctbc_impl *impl[CTBC_GRADIENTS];
+    const ctbc_run *run_of[CTBC_GRADIENTS];
+    int64_t tiles[CTBC_GRADIENTS];
+    for (int g = 0; g < CTBC_GRADIENTS; g++) {
+        impl[g] = ctbc_impl_at((ctbc_gradient)g, run.blocking.impl[g]);
+        run_of[g] = &run;
+        if (impl[g]->tile != CTBC_TILE_WIDE) {
+            on_tile[g] = run;
+            on_tile[g].kernel = impl[g]->tile == CTBC_TILE_NARROW ? ctbc_narrow_kernel_for_isa(isa)
+                                                                  : ctbc_amx_kernel_for_isa(isa);
+            run_of[g] = &on_tile[g];
+        }
+        tiles[g] = impl[g]->tiles(run_of[g]);
+    }
+    ctbc_gradient order[CTBC_GRADIENTS];
+    item_order(p, tiles, order);
     work_items items;
     items.first[0] = 0;
     for (int i = 0; i < CTBC_GRADIENTS; i++) {
-        items.impl[i] = ctbc_impl_at(ITEM_ORDER[i], run.blocking.impl[ITEM_ORDER[i]]);
-        items.run[i] = &run;
-        if (items.impl[i]->tile != CTBC_TILE_WIDE) {
-            on_tile[i] = run;
-            on_tile[i].kernel = items.impl[i]->tile == CTBC_TILE_NARROW ? ctbc_narrow_kernel_for_isa(isa)
-                                                                        : ctbc_amx_kernel_for_isa(isa);
-            items.run[i] = &on_tile[i];
-        }
-        items.first[i + 1] = items.first[i] + items.impl[i]->tiles(items.run[i]);
+        items.impl[i] = impl[order[i]];
+        items.run[i] = run_of[order[i]];
+        items.first[i + 1] = items.first[i] + tiles[order[i]];
     }
     const int64_t n_items = items.first[CTBC_GRADIENTS];
     const item_context context = {&items, base, &layout};
