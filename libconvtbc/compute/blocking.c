@@ -243,10 +243,14 @@ void ctbc_plan_gi_window(const ctbc_problem *p, const ctbc_context *ctx, ctbc_bl
     const int64_t windows = ctbc_max(1, CBUF_FLOATS(ctx) / ((int64_t)bl->gi_bm * bl->gi_bn));
     bl->gi_chunk = (int32_t)ctbc_min(gi_rows, windows * bl->gi_bm);
     /* half the rows packs the weight panel again (k values a channel), half
-     * the channels the window (about one a row) */
+     * the channels the window (about one a row). The rows halve also where
+     * the channels are fewer than two micro-tiles: the weight panel packed
+     * again is k x c_out values a channel against the half's hundreds of
+     * rows of products (T1 B3841 Ci14 K7 Co362 p7: grad_input was one tile,
+     * which one thread computed while the other waited). */
     split_for_balance(ctx, ctbc_grad_input_macs(p), 1,
                       (tile_extent){ctbc_max(p->t * p->b, 1), bl->gi_bm, &bl->gi_chunk, 1, 2 * mr},
-                      (tile_extent){c_in, nr, &bl->gi_bn, ctbc_max(p->k, 1), 2 * nr});
+                      (tile_extent){c_in, nr, &bl->gi_bn, ctbc_max(p->k, 1), 1});
 }
 
 /* grad_input with channels on the mr side (grad_input_c_on_m.c): a tile is
