@@ -11,6 +11,8 @@
 #include "compute/driver.h"
 
 #define CHUNK_MAX 256
+/* 16-bit rows are widened this many at a time, then summed in one call */
+#define GB_ROWS_CONVERTED 8
 
 static int64_t gb_tiles(const ctbc_run *run)
 {
@@ -26,7 +28,7 @@ static void gb_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scrat
     ctbc_operand g = run->grad_output;
     g.rounding = CTBC_ROUND_NONE;
 
-    float acc[CTBC_ROW_SUM_LANES][CHUNK_MAX], row[CHUNK_MAX];
+    float acc[CTBC_ROW_SUM_LANES][CHUNK_MAX], rows[GB_ROWS_CONVERTED][CHUNK_MAX];
     for (int l = 0; l < CTBC_ROW_SUM_LANES; l++)
         for (int64_t o = 0; o < no; o++)
             acc[l][o] = 0.0f;
@@ -41,9 +43,11 @@ static void gb_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scrat
             lane = row_sums(acc[0], CHUNK_MAX, lane, (const float *)g.data + offset, g.s1, p->b, no);
             continue;
         }
-        for (int64_t b = 0; b < p->b; b++) {
-            ctbc_convert_run(row, &g, offset + b * g.s1, g.s2, no);
-            lane = row_sums(acc[0], CHUNK_MAX, lane, row, 0, 1, no);
+        for (int64_t b0 = 0; b0 < p->b; b0 += GB_ROWS_CONVERTED) {
+            const int64_t nb = ctbc_min(GB_ROWS_CONVERTED, p->b - b0);
+            for (int64_t b = 0; b < nb; b++)
+                ctbc_convert_run(rows[b], &g, offset + (b0 + b) * g.s1, g.s2, no);
+            lane = row_sums(acc[0], CHUNK_MAX, lane, rows[0], CHUNK_MAX, nb, no);
         }
     }
     for (int l = 1; l < CTBC_ROW_SUM_LANES; l++)
