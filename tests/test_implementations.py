@@ -232,8 +232,10 @@ def test_unforced_choices_differ_by_shape():
     # Rapids, whose VDPBF16PS issues once a cycle).
     # Where the CPU has AMX tiles (not their emulation, which is only for
     # tests), they take this problem's 3e8 multiply-adds a gradient.
+    # (On the portable kernel's 4 x 8 tile the cost model ranks the plain
+    # window GEMM first here, as for the problem above.)
     pair_tile_pays = HAS_VDPBF16PS and runtime_info()["cpu"]["vendor"] != "GenuineIntel"
-    expected = "gi_c_on_m_bf16" if pair_tile_pays else "gi_c_on_m"
+    expected = "gi_c_on_m_bf16" if pair_tile_pays else "gi_window" if portable else "gi_c_on_m"
     chosen = plan_implementations(195, 16, 22, 14, 221, 26, "bfloat16")
     if KERNEL == "amx_bf16":
         assert (chosen["gradInput"], chosen["gradWeight"]) == ("gi_c_on_m_amx", "gw_c_on_m_amx")
