@@ -124,6 +124,16 @@ static void context_from_caches(ctbc_isa isa, const ctbc_kernel *kernel, int64_t
      * Co8 0.030 -> 0.044 ms, T2 B7 Ci910 K2 Co15 0.048 -> 0.061 ms). */
     ctx->amx_call_steps = 1.0;
     ctx->amx_min_work = 2e6;
+    /* A value of the transposed input window costs about as much to pack
+     * as two of grad_output's pair values (gw_c_on_m_amx's balance cut).
+     * The tiles used to be cut along c_out only, each packing the whole
+     * window again: with c_in cut too, at this weight, the 9 changed plans
+     * of the shared list and seeds 1-3 and the two square ones took 0.85x
+     * the time (EMR, alternating processes, 3 rounds; T15 B24 Ci768 K14
+     * Co256 2.78 -> 1.61 ms, T15 B255 Ci784 K1 Co256 9.1 -> 6.1 ms; T1197
+     * B26 Ci742 K2 Co76 1.08x, 8 tiles each packing its grad_output again
+     * where 3 did); at 1 and at 3, 0.89x and 0.88x. */
+    ctx->amx_window_repack = 2.0;
 }
 
 static void make_contexts(void)

@@ -70,6 +70,9 @@ typedef struct {
      * (configuring the unit, packing) cost more than they save. */
     double amx_call_steps;
     double amx_min_work;
+    /* What packing a value of the transposed input window costs, in
+     * grad_output pair values packed (gw_c_on_m_amx's balance cut). */
+    double amx_window_repack;
 } ctbc_context;
 
 void ctbc_context_for_isa(ctbc_isa isa, ctbc_context *context);

@@ -291,23 +291,13 @@ static void plan_tiles_uncut(const ctbc_problem *p, const ctbc_context *amx, ctb
     bl->gw_kg = (int32_t)ctbc_gw_taps_packing_least(p, bl->gw_kc, bl->gw_kg, o_cols_of(p, bl), c_cols_of(p, bl), 0);
 }
 
-/* A value of the transposed input window costs about this many grad_output
- * pairs' values to pack. The tiles used to be cut along c_out only, each
- * packing the whole window again: with c_in cut too, at this weight, the 9
- * changed plans of the shared list and seeds 1-3 and the two square ones
- * took 0.85x the time (EMR, alternating processes, 3 rounds; T15 B24 Ci768
- * K14 Co256 2.78 -> 1.61 ms, T15 B255 Ci784 K1 Co256 9.1 -> 6.1 ms; T1197
- * B26 Ci742 K2 Co76 1.08x, 8 tiles each packing its grad_output again
- * where 3 did); at 1 and at 3, 0.89x and 0.88x. */
-#define AMX_WINDOW_REPACK 2.0
-
 static void plan_tiles(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
 {
     ctbc_context amx;
     if (!ctbc_context_amx(ctx->isa, &amx)) /* (never chosen then: it does not apply) */
         return;
     plan_tiles_uncut(p, &amx, bl);
-    ctbc_cut_gw_window_for_balance(p, &amx, AMX_WINDOW_REPACK, bl);
+    ctbc_cut_gw_window_for_balance(p, &amx, amx.amx_window_repack, bl);
 }
 
 /* The AMX tile's speed (the context's), a call reducing a tap's rows of

@@ -153,60 +153,37 @@ static void row_walker_next(row_walker *w)
 
 static inline int64_t ctbc_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-/* One strip row of float32, in fixed 8-float pieces that the compiler
- * inlines (a libc call per 64 bytes, or an element loop of run-time
- * length, costs more than the copy). */
-ALWAYS_INLINE void copy_strip(float *d, const float *src, int64_t width)
+/* floats [at, at + count) of d: src's, or zeros where src is NULL */
+ALWAYS_INLINE void piece_of(float *d, const float *src, int64_t at, size_t count)
 {
-    int64_t j = 0;
-    for (; j + 8 <= width; j += 8)
-        memcpy(d + j, src + j, 8 * sizeof(float));
-    for (; j < width; j++)
-        d[j] = src[j];
+    if (src)
+        memcpy(d + at, src + at, count * sizeof(float));
+    else
+        memset(d + at, 0, count * sizeof(float));
 }
 
-/* The last strip of a row: fewer floats than a strip holds, copied and
- * zero-filled in fixed-size pieces (the last two overlapping) that the
- * compiler turns into vector moves. Run-time lengths went to libc, a call
- * per row: T14 B1334 Ci12 K25 Co4 p7 packs strips of 4 and 12 channels,
- * and memmove and memset took a third of its samples. */
-ALWAYS_INLINE void copy_short_run(float *d, const float *src, int64_t n)
+/* d[0, n) = src[0, n), or zeros where src is NULL: a strip row of float32
+ * in fixed-size pieces (the last two overlapping) that the compiler turns
+ * into vector moves. Run-time lengths went to libc, a call per row: T14
+ * B1334 Ci12 K25 Co4 p7 packs strips of 4 and 12 channels, and memmove and
+ * memset took a third of its samples; an element loop costs more too. */
+ALWAYS_INLINE void strip_row(float *d, const float *src, int64_t n)
 {
     int64_t j = 0;
     for (; j + 8 <= n; j += 8)
-        memcpy(d + j, src + j, 8 * sizeof(float));
+        piece_of(d, src, j, 8);
     if (j == n)
         return;
     if (n >= 8) {
-        memcpy(d + n - 8, src + n - 8, 8 * sizeof(float));
+        piece_of(d, src, n - 8, 8);
     } else if (n >= 4) {
-        memcpy(d, src, 4 * sizeof(float));
-        memcpy(d + n - 4, src + n - 4, 4 * sizeof(float));
+        piece_of(d, src, 0, 4);
+        piece_of(d, src, n - 4, 4);
     } else if (n >= 2) {
-        memcpy(d, src, 2 * sizeof(float));
-        memcpy(d + n - 2, src + n - 2, 2 * sizeof(float));
+        piece_of(d, src, 0, 2);
+        piece_of(d, src, n - 2, 2);
     } else {
-        d[0] = src[0];
-    }
-}
-
-ALWAYS_INLINE void zero_short_run(float *d, int64_t n)
-{
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8)
-        memset(d + j, 0, 8 * sizeof(float));
-    if (j == n)
-        return;
-    if (n >= 8) {
-        memset(d + n - 8, 0, 8 * sizeof(float));
-    } else if (n >= 4) {
-        memset(d, 0, 4 * sizeof(float));
-        memset(d + n - 4, 0, 4 * sizeof(float));
-    } else if (n >= 2) {
-        memset(d, 0, 2 * sizeof(float));
-        memset(d + n - 2, 0, 2 * sizeof(float));
-    } else {
-        d[0] = 0.0f;
+        piece_of(d, src, 0, 1);
     }
 }
 
@@ -243,7 +220,7 @@ ALWAYS_INLINE void pack_strips_body(float *dst, int64_t strip_rows, int64_t widt
         if (kind == KIND_F32 && unit) {
             const float *src = (const float *)op->data + row_off;
             for (int64_t s = 0; s < full; s++, d += strip_rows * width)
-                copy_strip(d, src + s * width, width);
+                strip_row(d, src + s * width, width);
         } else {
             for (int64_t s = 0; s < full; s++, d += strip_rows * width) {
                 const int64_t off = row_off + s * width * s2;
@@ -254,10 +231,10 @@ ALWAYS_INLINE void pack_strips_body(float *dst, int64_t strip_rows, int64_t widt
         if (tail) {
             const int64_t off = row_off + full * width * s2;
             if (kind == KIND_F32 && unit)
-                copy_short_run(d, (const float *)op->data + off, tail);
+                strip_row(d, (const float *)op->data + off, tail);
             else
                 convert_body(d, op, off, s2, tail, kind, unit);
-            zero_short_run(d + tail, width - tail);
+            strip_row(d + tail, NULL, width - tail);
         }
     }
 }
