@@ -68,6 +68,16 @@ static void tap_rows(const ctbc_problem *p, int64_t k, int64_t *lo, int64_t *hi)
  * (a few floats per row, one page per row when rows are far apart). */
 #define DIRECT_REUSE_M 2
 #define DIRECT_REUSE_N 4
+/* grad_output on the mr side is read in place only in blocks of at most
+ * this many channels, else copied row by row first. An mr-wide strip of a
+ * long row is a fraction of a line, and every strip walks all the rows
+ * again: T1 B3841 Ci14 K7 Co362 p7 float32 (gw_o_on_m_narrow, one strip
+ * of c_in, 362-float rows) took 0.62x the time with the copy, T64 B1 Ci32
+ * K4 Co257 0.91x (EMR, alternating processes). The input on the mr side
+ * (gw_c_on_m) keeps its in-place reads at any width: its window rows are
+ * shared by a group of taps, and copying its long rows took 1.07-1.21x the
+ * time on 6 of 13 such shapes (T64 B1 Ci896 K16 Co16 0.48 -> 0.58 ms). */
+#define DIRECT_GRAD_OUTPUT_COLS_M 64
 /* In the pairs layout the input strips are read once per pair micro-tile,
  * over rows that every tap of the tile shares: measured faster in place up
  * to 16 micro-tiles (T15 B257 Ci832 K5 Co7: 4.4-5.0 ms against 5.8-6.9 ms
@@ -112,9 +122,10 @@ typedef struct {
 
 /* Prepares a side of strips `width` wide over a block, in `buf` of
  * rows * round_up(ncols, width) floats; each strip is read by `reuse`
- * kernel calls, in place when that is at most `max_reuse`. */
+ * kernel calls, in place when that is at most `max_reuse` and the block
+ * is at most `max_cols` wide. */
 static side side_make(const operand_rows *src, const row_block *blk, int64_t width, float *buf, int64_t reuse,
-                      int64_t max_reuse)
+                      int64_t max_reuse, int64_t max_cols)
 {
     const ctbc_operand *op = src->op;
     const int64_t b_size = src->b_size, first = blk->first, rows = blk->rows, col0 = blk->col0;
@@ -124,11 +135,12 @@ static side side_make(const operand_rows *src, const row_block *blk, int64_t wid
     /* In place only when few kernel calls reuse each strip: a packed strip
      * is contiguous (no TLB walk per row), which pays for the copy once
      * several calls read it. */
-    if (reuse <= max_reuse && ctbc_operand_direct(op, b_size, src->rows_total, &rs)) {
+    const int few_reads = reuse <= max_reuse;
+    if (few_reads && ncols <= max_cols && ctbc_operand_direct(op, b_size, src->rows_total, &rs)) {
         sd.direct_strips = ncols / width;
         sd.row_stride = rs;
         sd.direct = (const float *)op->data + col0;
-    } else if (reuse <= max_reuse || ncols <= WIDEN_ROW_FLOATS) {
+    } else if (few_reads || ncols <= WIDEN_ROW_FLOATS) {
         /* every strip, the partial one too: its columns past ncols read
          * the next row (results dropped) or, after the last row, zeros */
         const int64_t over = ctbc_round_up(ncols, width) - ncols;
@@ -272,7 +284,7 @@ static void taps_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
         memset(gcol + pairs * len, 0, (size_t)((pairs_p - pairs) * len) * sizeof(float));
         const operand_rows in_rows = {&run->input, b_size, input_rows};
         const row_block blk = {x0, x1 - x0, x0, x1, n0, nb};
-        const side nside = side_make(&in_rows, &blk, nr, scratch->bbuf, pairs_p / mr, DIRECT_REUSE_PAIRS);
+        const side nside = side_make(&in_rows, &blk, nr, scratch->bbuf, pairs_p / mr, DIRECT_REUSE_PAIRS, INT64_MAX);
         for (int64_t g0 = 0; g0 < pairs; g0 += PAIR_TILES * mr) {
             /* the segments of each micro-tile, the same for every strip */
             pair_tile plans[PAIR_TILES];
@@ -422,7 +434,7 @@ static void gemm_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
         const int64_t reuse_n = ctbc_ceil_div(ctbc_min(mb, bl->gw_bm), mr);
         const row_block x_n = {x_first, window, 0, input_rows, n0, nb}, g_n = {r0, rows, r0, r1, n0, nb};
         side nside = side_make(o_on_m ? &in_rows : &go_rows, o_on_m ? &x_n : &g_n, nr, scratch->bbuf, reuse_n,
-                               DIRECT_REUSE_N);
+                               DIRECT_REUSE_N, INT64_MAX);
 
         /* ... and the mr side per block of the tile */
         for (int64_t w0 = 0; w0 < mb; w0 += bl->gw_bm) {
@@ -430,7 +442,7 @@ static void gemm_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
             const row_block x_m = {x_first, window, 0, input_rows, m0 + w0, wb};
             const row_block g_m = {r0, rows, r0, r1, m0 + w0, wb};
             side mside = side_make(o_on_m ? &go_rows : &in_rows, o_on_m ? &g_m : &x_m, mr, scratch->abuf, strips_n,
-                                   DIRECT_REUSE_M);
+                                   DIRECT_REUSE_M, o_on_m ? DIRECT_GRAD_OUTPUT_COLS_M : INT64_MAX);
 
             for (int64_t k = k0; k < k1; k++) {
                 int64_t lo, hi;
