@@ -48,7 +48,8 @@ FORCED = [f"{gi},{gw}" for gi, gw in zip(GRAD_INPUT, GRAD_WEIGHT)]
 # c_out), and fewer (t, b) rows than the dot kernel's four, every tap
 # reaching grad_output from a fourth step (gi_dot's group runs past the
 # last row), with more channels than a dot tile takes; c_out wider than
-# the 64 channels grad_output is read in place for on gw_o_on_m's mr side.
+# the 64 channels grad_output is read in place for on gw_o_on_m's mr side;
+# c_in wide enough that gw_o_on_m's tiles are narrowed to hold every tap.
 PROBLEMS = [
     (7, 3, 5, 3, 4, 2),
     (3, 2, 9, 6, 5, 4),
@@ -63,6 +64,7 @@ PROBLEMS = [
     # one input step: each tap reads its own rows, many row blocks of them
     (1, 600, 14, 7, 24, 7),
     (2, 40, 5, 3, 70, 1),
+    (12, 24, 700, 10, 5, 0),
 ]
 DTYPES = {"float32": F32, "float16": F16, "bfloat16": BF16}
 

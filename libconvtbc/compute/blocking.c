@@ -139,6 +139,48 @@ int64_t ctbc_gw_taps_packing_least(const ctbc_problem *p, int64_t kc, int64_t kg
 }
 
 /* grad_weight as per-tap GEMMs, c_out on the mr side (o_on_m) or c_in. */
+/* Taps a group of grad_weight's GEMM tiles holds where its input window
+ * is window_width wide and a tap's block of the tile tile_floats. */
+static int64_t gw_window_taps(const ctbc_problem *p, const ctbc_context *ctx, int64_t window_width,
+                              int64_t tile_floats)
+{
+    const int64_t kg = taps_within(p->k, ctx->kc, p->b, WINDOW_FLOATS(ctx) / window_width);
+    return ctbc_min(kg, ctbc_max(1, CBUF_FLOATS(ctx) / tile_floats));
+}
+
+/* With the input window on the nr side (gw_o_on_m), a tile as wide as
+ * c_in leaves the window budget room for few taps, and every group of taps
+ * reads the input again: T257 B24 Ci1136 K29 Co16 float32 had 2 taps a
+ * group, 15 reads of its input. A narrower tile holds more taps, but packs
+ * grad_output's block once more, and each block of kc reduction rows reads
+ * a window of kc + (kg-1)*b input rows: the width, in micro-tiles and the
+ * widest on a tie, at which the windows read and grad_output packed add up
+ * least. Only widths whose taps' accumulators stay within the window
+ * budget (in L2) compete with the widest: T841 B1 Ci1568 K255 Co9 took
+ * 1.23x the time with all 255 taps' accumulators, 7 MB, in one tile. */
+static int64_t gw_window_width_reading_least(const ctbc_problem *p, const ctbc_context *ctx, int64_t bm,
+                                             int64_t width_max)
+{
+    const int64_t nr = ctx->kernel->nr, taps = ctbc_max(p->k, 1);
+    const double input_values = (double)ctbc_max(p->t, 1) * (double)p->b * (double)ctbc_max(p->c_in, 1);
+    const double grad_output_values = (double)ctbc_max(p->t_out, 1) * (double)p->b * (double)ctbc_max(p->c_out, 1);
+    int64_t best = width_max;
+    double least = INFINITY;
+    for (int64_t width = width_max; width >= nr; width -= nr) {
+        const int64_t kg = gw_window_taps(p, ctx, width, bm * width);
+        if (width < width_max && kg * bm * width > WINDOW_FLOATS(ctx))
+            continue;
+        const double window_rows = 1.0 + (double)(kg - 1) * (double)p->b / (double)ctx->kc;
+        const double values = (double)ctbc_ceil_div(taps, kg) * window_rows * input_values +
+                              (double)ctbc_ceil_div(ctbc_max(p->c_in, 1), width) * grad_output_values;
+        if (values < least) {
+            best = width;
+            least = values;
+        }
+    }
+    return best;
+}
+
 void ctbc_plan_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_m, ctbc_blocking *bl)
 {
     const int64_t mr = ctx->kernel->mr, nr = ctx->kernel->nr;
@@ -149,10 +191,6 @@ void ctbc_plan_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_
     bl->gw_bm = (int32_t)ctbc_min(ctbc_round_up(gw_m, mr), ctx->mc_tiles * mr);
     bl->gw_bn = (int32_t)ctbc_min(ctbc_round_up(gw_n, nr), ctx->nc_tiles * nr);
     bl->gw_kc = (int32_t)ctx->kc;
-    /* the input window (kc + (kg-1)*b rows) lies along c's side */
-    const int64_t window_width = o_on_m ? bl->gw_bn : bl->gw_bm;
-    int64_t kg = taps_within(p->k, ctx->kc, p->b, WINDOW_FLOATS(ctx) / window_width);
-    kg = ctbc_min(kg, ctbc_max(1, CBUF_FLOATS(ctx) / ((int64_t)bl->gw_bm * bl->gw_bn)));
     /* With a batch of kc rows or more, most of a window is the group's
      * shifts, packed again for every block of kc rows: where the window is
      * converted or packed into strips (not copied in one run, as a float32
@@ -163,7 +201,12 @@ void ctbc_plan_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_
      * T125 B1010 Ci3 K20 Co86 float32, 50-52 -> 73-79 ms that way. */
     const int window_copied = p->input.dtype == CTBC_F32 && p->rounding == CTBC_ROUND_NONE &&
                               !(o_on_m && c_in < nr);
-    if (p->b >= ctx->kc && !window_copied)
+    const int taps_packing_least = p->b >= ctx->kc && !window_copied;
+    if (o_on_m && !taps_packing_least)
+        bl->gw_bn = (int32_t)gw_window_width_reading_least(p, ctx, bl->gw_bm, bl->gw_bn);
+    /* the input window (kc + (kg-1)*b rows) lies along c's side */
+    int64_t kg = gw_window_taps(p, ctx, o_on_m ? bl->gw_bn : bl->gw_bm, (int64_t)bl->gw_bm * bl->gw_bn);
+    if (taps_packing_least)
         kg = ctbc_gw_taps_packing_least(p, ctx->kc, kg, ctbc_min(c_out, o_on_m ? bl->gw_bm : bl->gw_bn),
                                         ctbc_min(c_in, o_on_m ? bl->gw_bn : bl->gw_bm), 0);
     bl->gw_kg = (int32_t)kg;
