@@ -19,6 +19,27 @@ static int64_t gb_tiles(const ctbc_run *run)
     return ctbc_ceil_div(run->problem->c_out, run->blocking.gb_chunk);
 }
 
+/* Adds n_rows rows of grad_output's channels [o0, o0 + no), `step` apart
+ * from row offset `first`, to the lanes from `lane` on; returns the next
+ * lane. float32 channels side by side are added where they lie (a copy
+ * first would double the reads of the largest operand), others widened a
+ * few rows at a time. */
+static int sum_rows(ctbc_row_sums_fn row_sums, const ctbc_operand *g, float (*lanes)[CHUNK_MAX], int lane,
+                    int64_t first, int64_t step, int64_t n_rows, int64_t o0, int64_t no)
+{
+    const int64_t offset = first + o0 * g->s2;
+    if (g->dtype == CTBC_F32 && (g->s2 == 1 || no == 1))
+        return row_sums(lanes[0], CHUNK_MAX, lane, (const float *)g->data + offset, step, n_rows, no);
+    float rows[GB_ROWS_CONVERTED][CHUNK_MAX];
+    for (int64_t r0 = 0; r0 < n_rows; r0 += GB_ROWS_CONVERTED) {
+        const int64_t n = ctbc_min(GB_ROWS_CONVERTED, n_rows - r0);
+        for (int64_t r = 0; r < n; r++)
+            ctbc_convert_run(rows[r], g, offset + (r0 + r) * step, g->s2, no);
+        lane = row_sums(lanes[0], CHUNK_MAX, lane, rows[0], CHUNK_MAX, n, no);
+    }
+    return lane;
+}
+
 static void gb_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)
 {
     (void)scratch;
@@ -28,37 +49,21 @@ static void gb_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scrat
     ctbc_operand g = run->grad_output;
     g.rounding = CTBC_ROUND_NONE;
 
-    float acc[CTBC_ROW_SUM_LANES][CHUNK_MAX], rows[GB_ROWS_CONVERTED][CHUNK_MAX];
+    float acc[CTBC_ROW_SUM_LANES][CHUNK_MAX];
     for (int l = 0; l < CTBC_ROW_SUM_LANES; l++)
         for (int64_t o = 0; o < no; o++)
             acc[l][o] = 0.0f;
     const ctbc_row_sums_fn row_sums = run->kernel->row_sums;
-    int lane = 0;
-    /* float32 channels side by side are added where they lie (a copy
-     * first would double the reads of the largest operand) */
-    const int in_place = g.dtype == CTBC_F32 && (g.s2 == 1 || no == 1);
     /* Rows evenly spaced (grad_output contiguous, or sliced along o) are
-     * summed in one call: the same lanes and bits as a call per time step,
-     * whose calls of a few rows each took most of grad_bias's time (T2910
-     * B2 Ci6 K1 Co31 p27: 5928 rows of 31 channels, 2964 calls). */
+     * one run of t_out*b rows, in the lanes and order of time step by time
+     * step: calls of a few rows each took most of grad_bias's time (T2910
+     * B2 Ci6 K1 Co31 p27, 5928 rows of 31 channels in 2964 calls). */
     int64_t row_step;
-    if (in_place && ctbc_rows_evenly_spaced(g.s0, g.s1, p->b, 0, p->t_out * p->b - 1, &row_step)) {
-        row_sums(acc[0], CHUNK_MAX, lane, (const float *)g.data + o0 * g.s2, row_step, p->t_out * p->b, no);
-    } else {
-        for (int64_t t = 0; t < p->t_out; t++) {
-            const int64_t offset = t * g.s0 + o0 * g.s2;
-            if (in_place) {
-                lane = row_sums(acc[0], CHUNK_MAX, lane, (const float *)g.data + offset, g.s1, p->b, no);
-                continue;
-            }
-            for (int64_t b0 = 0; b0 < p->b; b0 += GB_ROWS_CONVERTED) {
-                const int64_t nb = ctbc_min(GB_ROWS_CONVERTED, p->b - b0);
-                for (int64_t b = 0; b < nb; b++)
-                    ctbc_convert_run(rows[b], &g, offset + (b0 + b) * g.s1, g.s2, no);
-                lane = row_sums(acc[0], CHUNK_MAX, lane, rows[0], CHUNK_MAX, nb, no);
-            }
-        }
-    }
+    if (ctbc_rows_evenly_spaced(g.s0, g.s1, p->b, 0, p->t_out * p->b - 1, &row_step))
+        sum_rows(row_sums, &g, acc, 0, 0, row_step, p->t_out * p->b, o0, no);
+    else
+        for (int64_t t = 0, lane = 0; t < p->t_out; t++)
+            lane = sum_rows(row_sums, &g, acc, (int)lane, t * g.s0, g.s1, p->b, o0, no);
     for (int l = 1; l < CTBC_ROW_SUM_LANES; l++)
         for (int64_t o = 0; o < no; o++)
             acc[0][o] += acc[l][o];
