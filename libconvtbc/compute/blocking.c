@@ -138,7 +138,6 @@ int64_t ctbc_gw_taps_packing_least(const ctbc_problem *p, int64_t kc, int64_t kg
     return best;
 }
 
-/* grad_weight as per-tap GEMMs, c_out on the mr side (o_on_m) or c_in. */
 /* Taps a group of grad_weight's GEMM tiles holds where its input window
  * is window_width wide and a tap's block of the tile tile_floats. */
 static int64_t gw_window_taps(const ctbc_problem *p, const ctbc_context *ctx, int64_t window_width,
@@ -181,6 +180,7 @@ static int64_t gw_window_width_reading_least(const ctbc_problem *p, const ctbc_c
     return best;
 }
 
+/* grad_weight as per-tap GEMMs, c_out on the mr side (o_on_m) or c_in. */
 void ctbc_plan_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_on_m, ctbc_blocking *bl)
 {
     const int64_t mr = ctx->kernel->mr, nr = ctx->kernel->nr;

@@ -75,11 +75,13 @@ static void gb_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scrat
      * step: calls of a few rows each took most of grad_bias's time (T2910
      * B2 Ci6 K1 Co31 p27, 5928 rows of 31 channels in 2964 calls). */
     int64_t row_step;
-    if (ctbc_rows_evenly_spaced(g.s0, g.s1, p->b, 0, p->t_out * p->b - 1, &row_step))
+    if (ctbc_rows_evenly_spaced(g.s0, g.s1, p->b, 0, p->t_out * p->b - 1, &row_step)) {
         sum_rows(row_sums, &g, acc, 0, 0, row_step, p->t_out * p->b, o0, no);
-    else
-        for (int64_t t = 0, lane = 0; t < p->t_out; t++)
-            lane = sum_rows(row_sums, &g, acc, (int)lane, t * g.s0, g.s1, p->b, o0, no);
+    } else {
+        int lane = 0;
+        for (int64_t t = 0; t < p->t_out; t++)
+            lane = sum_rows(row_sums, &g, acc, lane, t * g.s0, g.s1, p->b, o0, no);
+    }
     for (int l = 1; l < CTBC_ROW_SUM_LANES; l++)
         for (int64_t o = 0; o < no; o++)
             acc[0][o] += acc[l][o];

@@ -303,6 +303,10 @@ CTBC_DEFINE_DOT_BF16_TILE(1)
 CTBC_DEFINE_DOT_BF16_TILE(2)
 CTBC_DEFINE_DOT_BF16_TILE(3)
 CTBC_DEFINE_DOT_BF16_TILE(4)
+#undef CTBC_DEFINE_DOT_BF16_TILE
+#undef CTBC_DOT_BF16_CHUNK
+#undef CTBC_LOAD_WHOLE
+#undef CTBC_LOAD_REST
 
 /* Columns in groups of at most four, as even as they come (7 as 4 + 3,
  * not 4 + 2 + 1): a narrow tile has too few independent sums to hide the
