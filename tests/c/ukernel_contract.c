@@ -348,11 +348,12 @@ static void check_transpose(const ctbc_kernel *k)
 
 /* ---- the dot kernel ------------------------------------------------------ */
 
-/* dot_rows.h's order written out: lane l of each (row, column) sums the
- * products of p = l (mod 8) below the last multiple of 8, over q then p;
- * the lanes are added 0..7; the remaining p are summed separately over q
- * then p, and that sum added last. Multiplies and adds, never fused. */
-static float dot_model(const ctbc_dot_args *s, const float *a, const float *b, int64_t i, int64_t j)
+/* The two orders of ctbc_dot_fn written out. dot_lanes 8 (dot_rows.h):
+ * lane l of each (row, column) sums the products of p = l (mod 8) below
+ * the last multiple of 8, over q then p; the lanes are added 0..7; the
+ * remaining p are summed separately over q then p, and that sum added
+ * last. Multiplies and adds, never fused. */
+static float dot_model_8(const ctbc_dot_args *s, const float *a, const float *b, int64_t i, int64_t j)
 {
     const int64_t full = s->n_inner / 8 * 8;
     float lanes[8] = {0}, tail = 0.0f;
@@ -370,58 +371,86 @@ static float dot_model(const ctbc_dot_args *s, const float *a, const float *b, i
     return sum + tail;
 }
 
+/* The 16 lanes added as a tree: l + 8, then l + 4, l + 2, l + 1. */
+static float lanes_tree(float *lanes)
+{
+    for (int half = 8; half >= 1; half /= 2)
+        for (int l = 0; l < half; l++)
+            lanes[l] += lanes[l + half];
+    return lanes[0];
+}
+
+/* dot_lanes 16: per lane, each q, its element of each whole 16-element
+ * chunk as a fused multiply-add; then each q's partial chunk (padded with
+ * zeros on both sides); then the lane tree. */
+static float dot_model_16(const ctbc_dot_args *s, const float *a, const float *b, int64_t i, int64_t j)
+{
+    const int64_t whole = s->n_inner / 16 * 16, padded = (s->n_inner + 15) / 16 * 16;
+    float lanes[16] = {0};
+    for (int part = 0; part < 2; part++) /* the whole chunks, then the partial ones */
+        for (int64_t q = 0; q < s->n_outer; q++)
+            for (int64_t p = part ? whole : 0; p < (part ? padded : whole); p++) {
+                const float x = p < s->n_inner ? a[i * s->a_row + q * s->a_outer + p] : 0.0f;
+                const float y = p < s->n_inner ? b[j * s->b_col + q * s->b_outer + p] : 0.0f;
+                lanes[p % 16] = fmaf(x, y, lanes[p % 16]);
+            }
+    return lanes_tree(lanes);
+}
+
 static void check_dot(const ctbc_kernel *k)
 {
     static float a[4096], b[4096];
     for (int i = 0; i < 4096; i++)
         a[i] = random_value(), b[i] = random_value();
     a[17] = NAN, b[33] = INFINITY; /* they propagate like any value */
-    const int64_t inners[] = {0, 1, 7, 8, 9, 16, 29};
+    CHECK(k->dot_lanes == 8 || k->dot_lanes == 16, "%s: dot_lanes %d is neither order", k->name, k->dot_lanes);
+    const int64_t inners[] = {0, 1, 7, 8, 9, 16, 17, 29, 32, 45};
     for (size_t ii = 0; ii < sizeof inners / sizeof *inners; ii++)
         for (int64_t n_outer = 0; n_outer <= 3; n_outer++)
-            for (int64_t n = 1; n <= 5; n++)
+            for (int64_t n = 1; n <= 9; n++)
                 for (int64_t a_row = 0; a_row <= 40; a_row += 40) { /* 0: one row read four times */
                     const int64_t inner = inners[ii];
                     const ctbc_dot_args s = {.n = n, .n_outer = n_outer, .n_inner = inner, .a_row = a_row,
                                              .a_outer = 200, .b_col = 3 * 40 + 1, .b_outer = 40};
-                    float c[CTBC_DOT_ROWS * 8 + 1];
-                    for (int x = 0; x < CTBC_DOT_ROWS * 8 + 1; x++)
+                    float c[CTBC_DOT_ROWS * 16 + 1];
+                    for (int x = 0; x < CTBC_DOT_ROWS * 16 + 1; x++)
                         c[x] = NAN;
                     const float guard = 12345.0f;
-                    c[CTBC_DOT_ROWS * 8] = guard;
-                    k->dot(&s, a, b, c, 8);
+                    c[CTBC_DOT_ROWS * 16] = guard;
+                    k->dot(&s, a, b, c, 16);
                     for (int64_t i = 0; i < CTBC_DOT_ROWS; i++)
                         for (int64_t j = 0; j < n; j++) {
-                            const float want = dot_model(&s, a, b, i, j), got = c[i * 8 + j];
+                            const float want = k->dot_lanes == 16 ? dot_model_16(&s, a, b, i, j)
+                                                                  : dot_model_8(&s, a, b, i, j);
+                            const float got = c[i * 16 + j];
                             CHECK(bits(got) == bits(want) || (isnan(got) && isnan(want)),
                                   "%s dot: inner %lld outer %lld n %lld a_row %lld (%lld,%lld): %a, want %a", k->name,
                                   (long long)inner, (long long)n_outer, (long long)n, (long long)a_row, (long long)i,
                                   (long long)j, got, want);
                         }
-                    CHECK(c[CTBC_DOT_ROWS * 8] == guard, "%s dot wrote past its tile", k->name);
+                    CHECK(c[CTBC_DOT_ROWS * 16] == guard, "%s dot wrote past its tile", k->name);
                 }
 }
 
-/* ctbc_dot_bf16_fn's order written out: per lane, each q, each 32-element
- * chunk (the last padded with zeros), the odd then the even element of
- * the lane's pair as a flushing fused multiply-add; then the lane tree. */
+/* ctbc_dot_bf16_fn's order written out: per lane, each q, each whole
+ * 32-element chunk, then each q's partial chunk (padded with zeros), the
+ * odd then the even element of the lane's pair as a flushing fused
+ * multiply-add; then the lane tree. */
 static float dot_bf16_model(const ctbc_dot_args *s, const uint16_t *a, const uint16_t *b, int64_t i, int64_t j)
 {
-    const int64_t padded = (s->n_inner + 31) / 32 * 32;
+    const int64_t whole = s->n_inner / 32 * 32, padded = (s->n_inner + 31) / 32 * 32;
     float lanes[16] = {0};
-    for (int64_t q = 0; q < s->n_outer; q++)
-        for (int64_t p = 0; p < padded; p += 2)
-            for (int h = 1; h >= 0; h--) {
-                const int64_t e = p + h;
-                const float x = e < s->n_inner ? ctbc_bf16_to_f32(a[i * s->a_row + q * s->a_outer + e]) : 0.0f;
-                const float y = e < s->n_inner ? ctbc_bf16_to_f32(b[j * s->b_col + q * s->b_outer + e]) : 0.0f;
-                float *acc = &lanes[p % 32 / 2];
-                *acc = flush_subnormal(fmaf(flush_subnormal(x), flush_subnormal(y), flush_subnormal(*acc)));
-            }
-    for (int half = 8; half >= 1; half /= 2)
-        for (int l = 0; l < half; l++)
-            lanes[l] += lanes[l + half];
-    return lanes[0];
+    for (int part = 0; part < 2; part++) /* the whole chunks, then the partial ones */
+        for (int64_t q = 0; q < s->n_outer; q++)
+            for (int64_t p = part ? whole : 0; p < (part ? padded : whole); p += 2)
+                for (int h = 1; h >= 0; h--) {
+                    const int64_t e = p + h;
+                    const float x = e < s->n_inner ? ctbc_bf16_to_f32(a[i * s->a_row + q * s->a_outer + e]) : 0.0f;
+                    const float y = e < s->n_inner ? ctbc_bf16_to_f32(b[j * s->b_col + q * s->b_outer + e]) : 0.0f;
+                    float *acc = &lanes[p % 32 / 2];
+                    *acc = flush_subnormal(fmaf(flush_subnormal(x), flush_subnormal(y), flush_subnormal(*acc)));
+                }
+    return lanes_tree(lanes);
 }
 
 static void check_dot_bf16(const ctbc_kernel *k)

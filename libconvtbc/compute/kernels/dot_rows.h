@@ -1,9 +1,10 @@
 /*
- * The dot-product kernel (ctbc_dot_fn in ukernel.h), written once with
- * GCC's vector extension and included by every kernel file, so each ISA
- * compiles the same arithmetic with its own instructions. The project is
- * built as ISO C11, where GCC does not contract a * b + c into an FMA, so
- * every ISA gives the same bits.
+ * The 8-lane dot-product kernel (ctbc_dot_fn in ukernel.h, dot_lanes 8),
+ * written once with GCC's vector extension and included by the portable
+ * and AVX2 kernel files, so each compiles the same arithmetic with its own
+ * instructions (AVX-512 has a 16-lane one of its own, kernel_avx512.c).
+ * The project is built as ISO C11, where GCC does not contract a * b + c
+ * into an FMA, so both give the same bits.
  *
  * Each accumulator holds eight partial sums (lane l takes the products of
  * p = l, l + 8, ...); at the end the lanes are added in order 0..7, then

@@ -242,6 +242,7 @@ const ctbc_kernel ctbc_kernel_avx2 = {.name = "avx2",
                                       .bf16_store = bf16_store_avx2,
                                       .transpose = transpose_avx2,
                                       .dot = dot_rows,
+                                      .dot_lanes = 8,
                                       .row_sums = row_sums,
                                       .bf16_pairs = bf16_pairs};
 

@@ -1,7 +1,7 @@
 /*
  * AVX-512 (F, BW, VL) kernels: the 6 x 32 micro-kernel (twelve zmm
  * accumulators, two 16-float vectors per row), a 64-column GEMV, the 16-bit
- * conversions and a 16 x 16 transpose. Built with -mavx512f -mavx512bw
+ * conversions, a 16 x 16 transpose and the dot kernel on 16 lanes. Built with -mavx512f -mavx512bw
  * -mavx512vl -mfma (kernel file only); without them the entry has a NULL ukr
  * and the dispatcher never picks it.
  *
@@ -29,7 +29,6 @@
 
 #if defined(CTBC_AVX512_BUILT)
 
-#include "compute/kernels/dot_rows.h"
 #include "compute/kernels/bf16_pairs.h"
 #include "compute/kernels/row_sums.h"
 #include "compute/kernels/gemv_tail.h"
@@ -230,6 +229,132 @@ static void transpose_avx512(float *dst, int64_t ld_dst, const float *src, int64
     }
 }
 
+/*
+ * Each of the 16 vectors v[n] summed across its lanes as a tree, l + 8,
+ * then l + 4, l + 2, l + 1 (the order ctbc_dot_fn states for 16 lanes, and
+ * ctbc_dot_bf16_fn), into sums[n]. Every step adds the upper half of each
+ * vector's partial sums to the lower half, two vectors' halves side by
+ * side in one register, so the 16 trees take 15 vector adds (a scalar
+ * tree took 15 adds per vector, the longest part of a dot tile of many
+ * channels and short reductions). After the four steps lane 4L + e holds
+ * the sum of v[4e + L].
+ */
+_Static_assert(CTBC_DOT_ROWS == 4, "a dot tile's 4 rows x at most 4 columns are the 16 trees summed at once");
+
+static inline void lanes_tree_sums16(const __m512 v[16], float sums[16])
+{
+    __m512 s1[8], s2[4], s3[2];
+    for (int k = 0; k < 8; k++) /* l + 8: 256-bit halves; v[2k] low, v[2k+1] high */
+        s1[k] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0x44),
+                              _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0xee));
+    for (int k = 0; k < 4; k++) /* l + 4: 128-bit quarters; lane L of s2[k] from v[4k + L] */
+        s2[k] = _mm512_add_ps(_mm512_shuffle_f32x4(s1[2 * k], s1[2 * k + 1], 0x88),
+                              _mm512_shuffle_f32x4(s1[2 * k], s1[2 * k + 1], 0xdd));
+    for (int k = 0; k < 2; k++) /* l + 2: pairs within each 128-bit lane */
+        s3[k] = _mm512_add_ps(_mm512_shuffle_ps(s2[2 * k], s2[2 * k + 1], 0x44),
+                              _mm512_shuffle_ps(s2[2 * k], s2[2 * k + 1], 0xee));
+    const __m512 s4 = _mm512_add_ps(_mm512_shuffle_ps(s3[0], s3[1], 0x88), /* l + 1 */
+                                    _mm512_shuffle_ps(s3[0], s3[1], 0xdd));
+    float lane[16];
+    _mm512_storeu_ps(lane, s4);
+    for (int n = 0; n < 16; n++)
+        sums[n] = lane[4 * (n % 4) + n / 4];
+}
+
+/* An empty asm that takes v in a vector register and may change it: GCC
+ * then loads v once, where it folded the load into each FMA using it
+ * (dot_f32_tile_3: three loads of each row's chunk, the loads and not the
+ * FMAs the limit). SIMDe's types are not registers of the host. */
+#if defined(CTBC_KERNEL_VIA_SIMDE)
+#define CTBC_IN_REGISTER(v) ((void)0)
+#else
+#define CTBC_IN_REGISTER(v) __asm__("" : "+v"(v))
+#endif
+
+/*
+ * The dot kernels on 16 float32 lanes: the float32 one (ctbc_dot_fn, its
+ * 16-lane order) and the bfloat16 one (ctbc_dot_bf16_fn) differ only in
+ * their element, how many of them one load takes (CHUNK: a zmm), and the
+ * step, STEP(acc, a chunk, b chunk). CTBC_DOT_ROWS rows against COLS
+ * columns a tile; the last partial chunk is a masked load, REST(mask,
+ * ptr), whose missing elements are zero on both sides. GCC takes a masked
+ * load for one that may read the accumulators and keeps them in memory
+ * around it: with every chunk masked, dot_bf16_tile_3 stored all twelve
+ * to the stack after every step (T464 B12 Ci6 K3 Co1361 p6, gi_dot_bf16:
+ * 7.5 -> 5.2 ms unmasked), and with the partial chunk after each tap's
+ * whole ones, after every tap (dot_f32_tile_3 on 20 taps of 86 floats:
+ * 5.6 -> 5.0 ns a chunk, in L1). So the partial chunks of all taps come
+ * last.
+ */
+#define CTBC_DOT16_CHUNK(COLS, STEP, LOAD)                     \
+    do {                                                       \
+        __m512i bv[COLS];                                      \
+        for (int j = 0; j < COLS; j++)                         \
+            bv[j] = LOAD(rest, pb + j * args->b_col + p);      \
+        for (int i = 0; i < CTBC_DOT_ROWS; i++) {              \
+            __m512i av = LOAD(rest, pa + i * args->a_row + p); \
+            CTBC_IN_REGISTER(av);                              \
+            for (int j = 0; j < COLS; j++)                     \
+                acc[i][j] = STEP(acc[i][j], av, bv[j]);        \
+        }                                                      \
+    } while (0)
+#define CTBC_DOT16_WHOLE(rest, ptr) _mm512_loadu_si512((const void *)(ptr))
+#define CTBC_DEFINE_DOT16_TILE(NAME, COLS, ELEM, CHUNK, REST, STEP)                                                \
+    static void NAME##_tile_##COLS(const ctbc_dot_args *args, const ELEM *a, const ELEM *b, float *c, int64_t ldc) \
+    {                                                                                                              \
+        __m512 acc[CTBC_DOT_ROWS][COLS];                                                                           \
+        for (int i = 0; i < CTBC_DOT_ROWS; i++)                                                                    \
+            for (int j = 0; j < COLS; j++)                                                                         \
+                acc[i][j] = _mm512_setzero_ps();                                                                   \
+        const int64_t n_inner = args->n_inner, whole = n_inner / CHUNK * CHUNK;                                    \
+        const uint64_t rest = (UINT64_C(1) << (n_inner % CHUNK)) - 1u;                                             \
+        for (int64_t q = 0; q < args->n_outer; q++) {                                                              \
+            const ELEM *pa = a + q * args->a_outer, *pb = b + q * args->b_outer;                                   \
+            for (int64_t p = 0; p < whole; p += CHUNK)                                                             \
+                CTBC_DOT16_CHUNK(COLS, STEP, CTBC_DOT16_WHOLE);                                                    \
+        }                                                                                                          \
+        for (int64_t q = 0; q < args->n_outer && whole < n_inner; q++) {                                           \
+            const ELEM *pa = a + q * args->a_outer, *pb = b + q * args->b_outer;                                   \
+            const int64_t p = whole;                                                                               \
+            CTBC_DOT16_CHUNK(COLS, STEP, REST);                                                                    \
+        }                                                                                                          \
+        __m512 all[16]; /* all[4i + j]: acc[i][j], zero past COLS */                                              \
+        float sums[16];                                                                                            \
+        for (int n = 0; n < 16; n++)                                                                               \
+            all[n] = n % 4 < COLS ? acc[n / 4][n % 4] : _mm512_setzero_ps();                                       \
+        lanes_tree_sums16(all, sums);                                                                              \
+        for (int i = 0; i < CTBC_DOT_ROWS; i++)                                                                    \
+            for (int j = 0; j < COLS; j++)                                                                         \
+                c[i * ldc + j] = sums[4 * i + j];                                                                  \
+    }
+
+/* NAME_rows: columns in groups of at most four, as even as they come (7 as
+ * 4 + 3, not 4 + 2 + 1): a narrow tile has too few independent sums to
+ * hide the step's latency. */
+#define CTBC_DEFINE_DOT16(NAME, ELEM, CHUNK, REST, STEP)                                                      \
+    CTBC_DEFINE_DOT16_TILE(NAME, 1, ELEM, CHUNK, REST, STEP)                                                  \
+    CTBC_DEFINE_DOT16_TILE(NAME, 2, ELEM, CHUNK, REST, STEP)                                                  \
+    CTBC_DEFINE_DOT16_TILE(NAME, 3, ELEM, CHUNK, REST, STEP)                                                  \
+    CTBC_DEFINE_DOT16_TILE(NAME, 4, ELEM, CHUNK, REST, STEP)                                                  \
+    static void NAME##_rows(const ctbc_dot_args *args, const ELEM *a, const ELEM *b, float *c, int64_t ldc)   \
+    {                                                                                                         \
+        static void (*const tiles[])(const ctbc_dot_args *, const ELEM *, const ELEM *, float *, int64_t) = { \
+            NULL, NAME##_tile_1, NAME##_tile_2, NAME##_tile_3, NAME##_tile_4};                                \
+        int64_t groups = (args->n + 3) / 4;                                                                   \
+        for (int64_t j = 0; j < args->n; groups--) {                                                          \
+            const int64_t cols = (args->n - j + groups - 1) / groups;                                         \
+            tiles[cols](args, a, b + j * args->b_col, c + j, ldc);                                            \
+            j += cols;                                                                                        \
+        }                                                                                                     \
+    }
+
+/* acc + a * b over 16 floats, fused */
+#define CTBC_F32_DOT_STEP(acc, av, bv) _mm512_fmadd_ps(_mm512_castsi512_ps(av), _mm512_castsi512_ps(bv), acc)
+#define CTBC_F32_DOT_REST(rest, ptr) _mm512_castps_si512(_mm512_maskz_loadu_ps((__mmask16)(rest), (ptr)))
+CTBC_DEFINE_DOT16(dot_f32, float, 16, CTBC_F32_DOT_REST, CTBC_F32_DOT_STEP)
+#undef CTBC_F32_DOT_STEP
+#undef CTBC_F32_DOT_REST
+
 #if defined(CTBC_AVX512_WITH_BF16)
 
 #ifndef CTBC_AS_BH
@@ -246,82 +371,12 @@ static void transpose_avx512(float *dst, int64_t ld_dst, const float *src, int64
 CTBC_DEFINE_TILE(MR, 2, ukr_avx512bf16_6x32, uint32_t, CTBC_BF16_STEP)
 CTBC_DEFINE_TILE(MR_NARROW, 1, ukr_avx512bf16_8x16, uint32_t, CTBC_BF16_STEP)
 
-/* The 16 lanes of v added as a tree, the order ctbc_dot_bf16_fn states. */
-static float lanes_tree_sum(__m512 v)
-{
-    float l[16];
-    _mm512_storeu_ps(l, v);
-    for (int half = 8; half >= 1; half /= 2)
-        for (int i = 0; i < half; i++)
-            l[i] += l[i + half];
-    return l[0];
-}
-
-/* CTBC_DOT_ROWS rows against COLS columns (ctbc_dot_bf16_fn): 32 bfloat16
- * values of a row per load, the last partial chunk a masked load whose
- * missing lanes are zero on both sides. The whole chunks load unmasked:
- * GCC takes a masked load for one that may read the accumulators, and
- * stored all twelve of dot_bf16_tile_3 to the stack after every step
- * (T464 B12 Ci6 K3 Co1361 p6, gi_dot_bf16: 7.5 -> 5.2 ms). */
-#define CTBC_DOT_BF16_CHUNK(COLS, LOAD)                                                                            \
-    do {                                                                                                           \
-        __m512i bv[COLS];                                                                                          \
-        for (int j = 0; j < COLS; j++)                                                                             \
-            bv[j] = LOAD(pb + j * args->b_col + p);                                                                \
-        for (int i = 0; i < CTBC_DOT_ROWS; i++) {                                                                  \
-            const __m512i av = LOAD(pa + i * args->a_row + p);                                                     \
-            for (int j = 0; j < COLS; j++)                                                                         \
-                acc[i][j] = _mm512_dpbf16_ps(acc[i][j], CTBC_AS_BH(av), CTBC_AS_BH(bv[j]));                        \
-        }                                                                                                          \
-    } while (0)
-#define CTBC_LOAD_WHOLE(ptr) _mm512_loadu_si512((const void *)(ptr))
-#define CTBC_LOAD_REST(ptr) _mm512_maskz_loadu_epi16(rest, (ptr))
-#define CTBC_DEFINE_DOT_BF16_TILE(COLS)                                                                            \
-    static void dot_bf16_tile_##COLS(const ctbc_dot_args *args, const uint16_t *a, const uint16_t *b, float *c,    \
-                                     int64_t ldc)                                                                  \
-    {                                                                                                              \
-        __m512 acc[CTBC_DOT_ROWS][COLS];                                                                           \
-        for (int i = 0; i < CTBC_DOT_ROWS; i++)                                                                    \
-            for (int j = 0; j < COLS; j++)                                                                         \
-                acc[i][j] = _mm512_setzero_ps();                                                                   \
-        const int64_t n_inner = args->n_inner, whole = n_inner / 32 * 32;                                          \
-        const __mmask32 rest = (__mmask32)((1ull << (n_inner % 32)) - 1u);                                         \
-        for (int64_t q = 0; q < args->n_outer; q++) {                                                              \
-            const uint16_t *pa = a + q * args->a_outer, *pb = b + q * args->b_outer;                               \
-            int64_t p = 0;                                                                                         \
-            for (; p < whole; p += 32)                                                                             \
-                CTBC_DOT_BF16_CHUNK(COLS, CTBC_LOAD_WHOLE);                                                        \
-            if (p < n_inner)                                                                                       \
-                CTBC_DOT_BF16_CHUNK(COLS, CTBC_LOAD_REST);                                                         \
-        }                                                                                                          \
-        for (int i = 0; i < CTBC_DOT_ROWS; i++)                                                                    \
-            for (int j = 0; j < COLS; j++)                                                                         \
-                c[i * ldc + j] = lanes_tree_sum(acc[i][j]);                                                        \
-    }
-
-CTBC_DEFINE_DOT_BF16_TILE(1)
-CTBC_DEFINE_DOT_BF16_TILE(2)
-CTBC_DEFINE_DOT_BF16_TILE(3)
-CTBC_DEFINE_DOT_BF16_TILE(4)
-#undef CTBC_DEFINE_DOT_BF16_TILE
-#undef CTBC_DOT_BF16_CHUNK
-#undef CTBC_LOAD_WHOLE
-#undef CTBC_LOAD_REST
-
-/* Columns in groups of at most four, as even as they come (7 as 4 + 3,
- * not 4 + 2 + 1): a narrow tile has too few independent sums to hide the
- * instruction's latency. */
-static void dot_bf16_rows(const ctbc_dot_args *args, const uint16_t *a, const uint16_t *b, float *c, int64_t ldc)
-{
-    static void (*const tiles[])(const ctbc_dot_args *, const uint16_t *, const uint16_t *, float *, int64_t) = {
-        NULL, dot_bf16_tile_1, dot_bf16_tile_2, dot_bf16_tile_3, dot_bf16_tile_4};
-    int64_t groups = (args->n + 3) / 4;
-    for (int64_t j = 0; j < args->n; groups--) {
-        const int64_t cols = (args->n - j + groups - 1) / groups;
-        tiles[cols](args, a, b + j * args->b_col, c + j, ldc);
-        j += cols;
-    }
-}
+/* acc + the products of a's 32 bfloat16 values with b's, in pairs */
+#define CTBC_BF16_DOT_STEP(acc, av, bv) _mm512_dpbf16_ps(acc, CTBC_AS_BH(av), CTBC_AS_BH(bv))
+#define CTBC_BF16_DOT_REST(rest, ptr) _mm512_maskz_loadu_epi16((__mmask32)(rest), (ptr))
+CTBC_DEFINE_DOT16(dot_bf16, uint16_t, 32, CTBC_BF16_DOT_REST, CTBC_BF16_DOT_STEP)
+#undef CTBC_BF16_DOT_STEP
+#undef CTBC_BF16_DOT_REST
 
 /* kernel_avx512_bf16.c: this file again, built with -mavx512bf16; the
  * entry is the AVX-512 one plus the bfloat16 pair kernels. */
@@ -337,7 +392,8 @@ const ctbc_kernel ctbc_kernel_avx512_bf16 = {.name = "avx512_bf16",
                                              .transpose = transpose_avx512,
                                              .ukr_bf16 = ukr_avx512bf16_6x32,
                                              .ukr_bf16_narrow = ukr_avx512bf16_8x16,
-                                             .dot = dot_rows,
+                                             .dot = dot_f32_rows,
+                                             .dot_lanes = 16,
                                              .row_sums = row_sums,
                                              .bf16_pairs = bf16_pairs,
                                              .dot_bf16 = dot_bf16_rows,
@@ -356,13 +412,20 @@ const ctbc_kernel ctbc_kernel_avx512 = {.name = "avx512",
                                         .f16_store = f16_store_avx512,
                                         .bf16_store = bf16_store_avx512,
                                         .transpose = transpose_avx512,
-                                        .dot = dot_rows,
+                                        .dot = dot_f32_rows,
+                                        .dot_lanes = 16,
                                         .row_sums = row_sums,
                                         .bf16_pairs = bf16_pairs,
                                         .mr_narrow = MR_NARROW,
                                         .ukr_narrow = ukr_avx512_8x16};
 
 #endif
+
+#undef CTBC_IN_REGISTER
+#undef CTBC_DOT16_CHUNK
+#undef CTBC_DOT16_WHOLE
+#undef CTBC_DEFINE_DOT16_TILE
+#undef CTBC_DEFINE_DOT16
 
 #elif defined(CTBC_AVX512_WITH_BF16)
 

@@ -98,5 +98,6 @@ const ctbc_kernel ctbc_kernel_portable = {.name = "portable",
                                           .bf16_store = bf16_store_portable,
                                           .transpose = transpose_portable,
                                           .dot = dot_rows,
+                                          .dot_lanes = 8,
                                           .row_sums = row_sums,
                                           .bf16_pairs = bf16_pairs};

@@ -107,7 +107,17 @@ typedef void (*ctbc_ukr_bf16_fn)(const ctbc_ukr_args *args, const uint32_t *a, c
  *
  * for i < CTBC_DOT_ROWS (callers keep that many rows readable) and j < n,
  * written to c[i*ldc + j] (C is not read). The summation order is fixed
- * (dot_rows.h) and the same on every ISA.
+ * for a kernel, by its dot_lanes:
+ *  - 8 (portable, AVX2): dot_rows.h's, the same on those ISAs: lane l sums
+ *    the products of p = l (mod 8) below the last multiple of 8, over q
+ *    then p, multiplies and adds never fused; the lanes are added 0..7,
+ *    then the sum of the remaining p (over q then p).
+ *  - 16 (AVX-512): lane l takes, for each q in order, its element of
+ *    each whole 16-element chunk of the reduction in order, as a fused
+ *    multiply-add; then, for each q in order, its element of the last
+ *    partial chunk (padded with zeros on both sides); the lanes are then
+ *    added as a tree (l + 8, then l + 4, l + 2, l + 1), as
+ *    ctbc_dot_bf16_fn's. Twice the lanes and half the instructions.
  */
 #define CTBC_DOT_ROWS 4
 
@@ -154,12 +164,13 @@ typedef int (*ctbc_bf16_pairs_fn)(uint32_t *dst, int64_t strip_stride, int64_t w
  * values (strides count them), each product exact in float32:
  *
  *   C(i, j) = sum over 16 lanes l of S_l, where lane l takes, for each q in
- *   order and each 32-element chunk of the reduction in order, its pair
- *   (odd element first, then even: p = 32 c + 2 l + 1, 32 c + 2 l) as a
- *   fused multiply-add that flushes subnormal operands and results to zero
- *   (as ctbc_ukr_bf16_fn). A last partial chunk is padded with zeros on
- *   both sides. The lanes are then added as a tree (l + 8, then l + 4,
- *   l + 2, l + 1; ordinary float32 adds), a fixed order on every CPU.
+ *   order and each whole 32-element chunk of the reduction in order, its
+ *   pair (odd element first, then even: p = 32 c + 2 l + 1, 32 c + 2 l) as
+ *   a fused multiply-add that flushes subnormal operands and results to
+ *   zero (as ctbc_ukr_bf16_fn); then, for each q in order, its pair of the
+ *   last partial chunk, padded with zeros on both sides. The lanes are then
+ *   added as a tree (l + 8, then l + 4, l + 2, l + 1; ordinary float32
+ *   adds), a fixed order on every CPU.
  *
  * Twice the products of a float32 dot step per instruction and half the
  * memory; it differs from the float32 dot only on subnormals and in the
@@ -212,6 +223,7 @@ typedef struct {
      * mr x nr as ukr. */
     ctbc_ukr_bf16_fn ukr_bf16;
     ctbc_dot_fn dot; /* set whenever ukr is */
+    int dot_lanes;   /* dot's order (see ctbc_dot_fn): 8 or 16 */
     ctbc_row_sums_fn row_sums; /* set whenever ukr is */
     ctbc_bf16_pairs_fn bf16_pairs; /* set whenever ukr is */
     ctbc_dot_bf16_fn dot_bf16; /* set where ukr_bf16 is */
