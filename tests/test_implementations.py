@@ -31,11 +31,13 @@ from test_numerics import make_view
 from kernels_in_use import HAS_AMX, HAS_NARROW_TILE, HAS_VDPBF16PS, KERNEL, PORTABLE  # noqa: E402
 
 GRAD_INPUT = ["gi_merged_in_place", "gi_merged", "gi_in_place", "gi_window", "gi_c_on_m", "gi_c_on_m_bf16",
-              "gi_dot", "gi_dot_bf16", "gi_dot_f16", "gi_merged_in_place_narrow", "gi_merged_narrow",
-              "gi_in_place_narrow", "gi_window_narrow", "gi_c_on_m_amx", "gi_reference"]
+              "gi_dot", "gi_dot_steps", "gi_dot_bf16", "gi_dot_bf16_steps", "gi_dot_f16",
+              "gi_merged_in_place_narrow", "gi_merged_narrow", "gi_in_place_narrow", "gi_window_narrow",
+              "gi_c_on_m_amx", "gi_reference"]
 GRAD_WEIGHT = ["gw_pairs", "gw_c_on_m", "gw_gemv", "gw_o_on_m", "gw_c_on_m_bf16", "gw_o_on_m_bf16",
                "gw_c_on_m_narrow", "gw_o_on_m_narrow", "gw_c_on_m_bf16_narrow", "gw_o_on_m_bf16_narrow",
-               "gw_reference", "gw_pairs", "gw_c_on_m", "gw_c_on_m_amx", "gw_o_on_m"]
+               "gw_reference", "gw_pairs", "gw_c_on_m", "gw_c_on_m_amx", "gw_o_on_m", "gw_gemv",
+               "gw_o_on_m_narrow"]
 # forced together, one of each gradient per run (some grad_weight ones
 # twice, so that both lists are walked in one pass)
 FORCED = [f"{gi},{gw}" for gi, gw in zip(GRAD_INPUT, GRAD_WEIGHT)]
@@ -49,7 +51,8 @@ FORCED = [f"{gi},{gw}" for gi, gw in zip(GRAD_INPUT, GRAD_WEIGHT)]
 # reaching grad_output from a fourth step (gi_dot's group runs past the
 # last row), with more channels than a dot tile takes; c_out wider than
 # the 64 channels grad_output is read in place for on gw_o_on_m's mr side;
-# c_in wide enough that gw_o_on_m's tiles are narrowed to hold every tap.
+# c_in wide enough that gw_o_on_m's tiles are narrowed to hold every tap;
+# more steps than a tile along a batch entry's steps takes.
 PROBLEMS = [
     (7, 3, 5, 3, 4, 2),
     (3, 2, 9, 6, 5, 4),
@@ -65,13 +68,22 @@ PROBLEMS = [
     (1, 600, 14, 7, 24, 7),
     (2, 40, 5, 3, 70, 1),
     (12, 24, 700, 10, 5, 0),
+    # a few entries over more steps than one gi_dot_steps tile takes (64):
+    # a short last tile, its groups shifted back
+    (70, 3, 3, 3, 20, 1),
 ]
 DTYPES = {"float32": F32, "float16": F16, "bfloat16": BF16}
 
 
 def applies(name, problem, dtype):
     """The documented applicability rules (contiguous operands)."""
-    c_out = problem[4]
+    t, b, _, k, c_out, pad = problem
+    if name.endswith("_steps"):
+        # along a batch entry's steps: 4 steps or more (the dot kernel's
+        # rows), taps that share them, more than one entry, and at most a
+        # quarter of the steps within K - 1 - pad of either end
+        steps = t >= 4 and k >= 2 and b >= 2 and 2 * max(0, k - 1 - pad) * 4 <= t
+        return steps and applies(name[:-len("_steps")], problem, dtype)
     if name.endswith("_narrow"):
         return HAS_NARROW_TILE and applies(name[:-len("_narrow")], problem, dtype)
     if name.endswith("in_place"):
@@ -221,11 +233,13 @@ def test_unforced_choices_differ_by_shape():
     assert plan_implementations(30, 40, 300, 3, 300, 1, "bfloat16")["gradInput"] != "gi_in_place"
     # Twelve input channels over many rows and a long reduction (taps x
     # c_out): channels on the micro-tile rows, for both gradients; one
-    # channel: grad_input as dot products along c_out, grad_weight as GEMVs.
+    # channel: grad_input as dot products along c_out, grad_weight as GEMVs;
+    # the dot products along each batch entry's steps, as a step's rows
+    # read 7 MB of grad_output over their taps (more than any L2 holds).
     narrow = plan_implementations(125, 1010, 12, 20, 86, 15, "float32")
     assert (narrow["gradInput"], narrow["gradWeight"]) == ("gi_c_on_m", "gw_c_on_m")
     one = plan_implementations(125, 1010, 1, 20, 86, 15, "float32")
-    assert (one["gradInput"], one["gradWeight"]) == ("gi_dot", "gw_gemv")
+    assert (one["gradInput"], one["gradWeight"]) == ("gi_dot_steps", "gw_gemv")
     # bfloat16 operands go through VDPBF16PS where the CPU has it. (Six
     # channels fill 6 of the portable kernel's 8 columns: they stay there.)
     portable = PORTABLE

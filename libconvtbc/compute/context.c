@@ -53,6 +53,39 @@ static void pair_speedups(ctbc_context *ctx)
     ctx->pair_dot_speedup = intel ? 2.0 : 1.4 / 0.45; /* the Zen 4 fit: 0.45 where the float32 dot costs 1.4 */
 }
 
+/*
+ * The float32 dot kernels (see gi_dot's cost in grad_input_dot.c). The
+ * 8-lane one (dot_rows.h) multiplies and adds apart, two channels a call.
+ * The 16-lane one (AVX-512) takes fused multiply-adds, up to four channels
+ * a call, and computes a partial chunk whole. EMR, two threads, gi_dot
+ * forced against the plan's choice on float32 problems: its time per
+ * multiply-add came to 0.7-1.0 of the chosen implementation's cost where
+ * c_out filled its chunks and c_in was at most 23 (T126 B4084 Ci5 K6 Co230
+ * 168 against gi_c_on_m's 255 ms, T107 B1 Ci23 K3 Co2848 0.52 against
+ * 0.68 ms), more from 25 channels (T412 B15 Ci30 K7 Co825 1.39x
+ * gi_in_place's time, T4 B509 Ci45 K5 Co743 1.11x). The 34 plans of 774
+ * drawn and listed shapes that these values changed took 0.87x the time
+ * at 192 channels a reread, with the losses above; at 48, the 16 left
+ * were all at most 1.02x.
+ */
+static void dot_costs(ctbc_context *ctx)
+{
+    const bool lanes16 = ctx->kernel->dot_lanes == 16;
+    ctx->dot_cost = lanes16 ? 0.8 : CTBC_DOT8_COST;
+    ctx->dot_reread_channels = lanes16 ? 48.0 : CTBC_DOT8_REREAD_CHANNELS;
+    ctx->dot_chunk = lanes16 ? 16 : 0;
+}
+
+/* Half of L2: EMR, two threads, gi_dot along the time steps against runs
+ * of rows (medians of 3 alternating processes): T252 B159 Ci1 K21 Co199
+ * float32 (2.7 MB a step) 12.7 against 15.6 ms, T125 B1010 Ci3 K20 Co86
+ * (6.9 MB) 29.8 against 31.5 ms, but T3273 B1243 Ci1 K12 Co26 bfloat16
+ * (0.8 MB) 316 against 241 ms and T139 B1561 Ci3 K4 Co36 bfloat16
+ * (0.45 MB) 11.6 against 9.1 ms: the rows of a step that L2 holds are
+ * read again from there either way, while one entry's steps lie a page
+ * or more apart and each group's output is written row by row. */
+static int64_t dot_window(int64_t l2) { return l2 / 2; }
+
 /* The AMX tile's multiply-adds per second against ukr's. On the EMR
  * (tools/kernel_rates.c, operands in L1) it made 9.5-10x ukr's on an idle
  * core and about 5x while a neighbour used the core; in the drivers about
@@ -114,6 +147,8 @@ static void context_from_caches(ctbc_isa isa, const ctbc_kernel *kernel, int64_t
      * narrow one loads a broadcast for every 16, not every 32 (the forward
      * op's NARROW_FACTOR, measured there). */
     ctx->narrow_tile_cost = 1.15;
+    dot_costs(ctx);
+    ctx->dot_window_bytes = dot_window(l2);
     pair_speedups(ctx);
     ctx->amx_tile_speedup = kernel->ukr_amx ? amx_speedup(kernel) : 0.0;
     /* EMR, one thread, operands in L1 (A 32 x 32 steps + 1 apart): calls

@@ -15,6 +15,13 @@
 #include "compute/cpu_features.h"
 #include "compute/pack.h"
 
+/* The 8-lane float32 dot kernel's cost per multiply-add against the tile's
+ * and the channels per reread of its rows (grad_input_dot.c, fitted on a
+ * Zen 4): a context's dot_cost and dot_reread_channels where the kernel's
+ * dot is that one, and the base of the pair dot's and gi_dot_f16's. */
+#define CTBC_DOT8_COST 1.4
+#define CTBC_DOT8_REREAD_CHANNELS 24.0
+
 /* What phase 1 sizes blocks from: the ISA's micro-kernel and its cache
  * blocking, derived once from the CPU's cache sizes (context.c; BLIS's
  * context: the framework reads sizes from here, never from the ISA's
@@ -58,6 +65,18 @@ typedef struct {
      * an FMA's products, but how many issue per cycle, and how long each
      * takes, depends on the core (context.c). */
     double pair_tile_speedup;
+    /* The float32 dot kernel's cost per multiply-add against the tile's,
+     * the channels of a problem per extra read of its operands (the
+     * kernel's rows are read again for every few channels), and the
+     * elements of a partial chunk of the reduction computed whole (0: its
+     * partial chunk is summed apart; gi_dot's cost). */
+    double dot_cost;
+    double dot_reread_channels;
+    int64_t dot_chunk;
+    /* The grad_output one time step's rows of gi_dot read over their taps
+     * that the next steps' rows still find in L2 (grad_input_dot.c,
+     * runs_cost). */
+    int64_t dot_window_bytes;
     /* The same for the pair dot (dot_bf16 against dot), on whole problems,
      * where it reads bfloat16 as it lies and the float32 dot a widened copy. */
     double pair_dot_speedup;
@@ -111,6 +130,9 @@ typedef struct {
     int32_t gi_ko;      /* c_out per reduction block */
     int32_t gi_kg;      /* taps per reduction block */
     int32_t gb_chunk;   /* c_out per grad_bias work item */
+    int32_t gi_dot_steps; /* gi_dot's tiles: this many time steps of one
+                           batch entry, a kernel call taking CTBC_DOT_ROWS
+                           steps; 0: runs of consecutive (t, b) rows */
 } ctbc_blocking;
 
 /* Per-thread scratch, in floats (each part a multiple of 16 floats so every
@@ -240,7 +262,8 @@ extern const ctbc_impl ctbc_impl_gw_pairs, ctbc_impl_gw_c_on_m, ctbc_impl_gw_gem
     ctbc_impl_gw_c_on_m_bf16, ctbc_impl_gw_o_on_m_bf16, ctbc_impl_gw_c_on_m_narrow, ctbc_impl_gw_o_on_m_narrow,
     ctbc_impl_gw_c_on_m_bf16_narrow, ctbc_impl_gw_o_on_m_bf16_narrow, ctbc_impl_gw_c_on_m_amx, ctbc_impl_gw_reference;
 extern const ctbc_impl ctbc_impl_gi_merged_in_place, ctbc_impl_gi_merged, ctbc_impl_gi_in_place,
-    ctbc_impl_gi_window, ctbc_impl_gi_c_on_m, ctbc_impl_gi_c_on_m_bf16, ctbc_impl_gi_dot, ctbc_impl_gi_dot_bf16,
+    ctbc_impl_gi_window, ctbc_impl_gi_c_on_m, ctbc_impl_gi_c_on_m_bf16, ctbc_impl_gi_dot, ctbc_impl_gi_dot_steps,
+    ctbc_impl_gi_dot_bf16, ctbc_impl_gi_dot_bf16_steps,
     ctbc_impl_gi_dot_f16, ctbc_impl_gi_merged_in_place_narrow, ctbc_impl_gi_merged_narrow, ctbc_impl_gi_in_place_narrow,
     ctbc_impl_gi_window_narrow, ctbc_impl_gi_c_on_m_amx, ctbc_impl_gi_reference;
 extern const ctbc_impl ctbc_impl_gb_rows;

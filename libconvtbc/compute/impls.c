@@ -14,7 +14,8 @@
 static const ctbc_impl *const grad_input_impls[] = {
     &ctbc_impl_gi_merged_in_place, &ctbc_impl_gi_merged, &ctbc_impl_gi_in_place,
     &ctbc_impl_gi_window,          &ctbc_impl_gi_c_on_m,  &ctbc_impl_gi_c_on_m_bf16,
-    &ctbc_impl_gi_dot,             &ctbc_impl_gi_dot_bf16, &ctbc_impl_gi_dot_f16, &ctbc_impl_gi_merged_in_place_narrow,
+    &ctbc_impl_gi_dot,             &ctbc_impl_gi_dot_steps, &ctbc_impl_gi_dot_bf16, &ctbc_impl_gi_dot_bf16_steps,
+    &ctbc_impl_gi_dot_f16,         &ctbc_impl_gi_merged_in_place_narrow,
     &ctbc_impl_gi_merged_narrow, &ctbc_impl_gi_in_place_narrow, &ctbc_impl_gi_window_narrow, &ctbc_impl_gi_c_on_m_amx,
     &ctbc_impl_gi_reference,
     NULL,
@@ -43,10 +44,14 @@ const ctbc_impl *ctbc_impl_at(ctbc_gradient gradient, int index)
     return ctbc_impl_list(gradient)[index];
 }
 
-#define FORCE_BITS 4
+/* Bits per forced slot: an implementation's index + 1 (0: none), so
+ * lists of up to 2^FORCE_BITS - 1 entries. */
+#define FORCE_BITS 5
+#define FORCE_MASK ((UINT32_C(1) << FORCE_BITS) - 1u)
 /* The forward op's implementations (conv_tbc_forward.c) take the slot after
  * the gradients'. */
 #define FORWARD_SLOT CTBC_GRADIENTS
+_Static_assert(FORCE_BITS * (FORWARD_SLOT + 1) <= 32, "the forced slots fit in 32 bits");
 
 /* The forced choices (see driver.h); atomic. */
 static uint32_t forced_now;
@@ -67,7 +72,7 @@ static int64_t parse_forced(const char *names, int strict)
             for (int i = 0; (list ? list[i] != NULL : names_of[i] != NULL) && !found; i++) {
                 const char *name = list ? list[i]->name : names_of[i];
                 if (strlen(name) == len && strncmp(name, s, len) == 0) {
-                    bits &= ~((uint32_t)0xf << (FORCE_BITS * g));
+                    bits &= ~(FORCE_MASK << (FORCE_BITS * g));
                     bits |= (uint32_t)(i + 1) << (FORCE_BITS * g);
                     found = 1;
                 }
@@ -93,7 +98,7 @@ uint32_t ctbc_impl_forced(void)
     return __atomic_load_n(&forced_now, __ATOMIC_ACQUIRE);
 }
 
-int ctbc_forward_forced(void) { return (int)((ctbc_impl_forced() >> (FORCE_BITS * FORWARD_SLOT)) & 0xf) - 1; }
+int ctbc_forward_forced(void) { return (int)((ctbc_impl_forced() >> (FORCE_BITS * FORWARD_SLOT)) & FORCE_MASK) - 1; }
 
 int ctbc_force_implementations(const char *names)
 {
@@ -109,7 +114,7 @@ int ctbc_impl_choose(ctbc_gradient gradient, const ctbc_problem *problem, const 
                      uint32_t forced)
 {
     const ctbc_impl *const *list = ctbc_impl_list(gradient);
-    const int forced_index = (int)((forced >> (FORCE_BITS * gradient)) & 0xf) - 1;
+    const int forced_index = (int)((forced >> (FORCE_BITS * gradient)) & FORCE_MASK) - 1;
     if (forced_index >= 0 && list[forced_index]->applies(problem, context))
         return forced_index;
     int best = -1;
