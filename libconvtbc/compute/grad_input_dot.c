@@ -146,25 +146,6 @@ static dot_tile_part part_of(const ctbc_problem *p, const dot_tiling *tl, int64_
     return (dot_tile_part){0, rows_total, 1, r0, ctbc_min(rows_total, r0 + tl->rows), c0, nc};
 }
 
-/* Asks for the grad_output rows that the group of steps from t_next of
- * entry b reads first and no earlier group has: a batch entry's steps lie
- * a whole step of the batch apart, where no hardware prefetcher looks, and
- * the next call would otherwise wait on each of them. */
-static void prefetch_next_steps(const ctbc_run *run, const dot_kind *kind, const dot_source *src, int64_t t_next,
-                                int64_t b, int64_t k_lo)
-{
-    const ctbc_problem *p = run->problem;
-    const int64_t bytes = p->c_out * kind->element_bytes;
-    for (int64_t i = 0; i < CTBC_DOT_ROWS; i++) {
-        const int64_t step = t_next + i + p->pad - k_lo;
-        if (step < 0 || step >= p->t_out)
-            continue;
-        const char *row = g_at(src, kind, step, b);
-        for (int64_t at = 0; at < bytes; at += 64)
-            __builtin_prefetch(row + at);
-    }
-}
-
 /*
  * Each kernel call takes CTBC_DOT_ROWS rows next to each other on the line
  * and the taps valid for all of them, reading the grad_output rows of
@@ -195,8 +176,6 @@ static void dot_tile(const ctbc_run *run, const dot_kind *kind, const dot_source
         ctbc_range all = {0, 0};
         if (stride != 1 || ctbc_rows_evenly_spaced(src->g_s0, src->g_s1, b_size, group, last, &step))
             all = ctbc_taps_between(p, t_last, t_first, 0, p->k);
-        if (stride != 1 && g_pos + CTBC_DOT_ROWS < part.pos1)
-            prefetch_next_steps(run, kind, src, t_first + CTBC_DOT_ROWS, group % b_size, all.lo);
         if (all.lo < all.hi) {
             const ctbc_dot_args args = {nc, all.hi - all.lo, p->c_out, step, -src->g_s0, src->w_s1, src->w_s0};
             kind->dot(run->kernel, &args, g_at(src, kind, t_first + p->pad - all.lo, group % b_size),
@@ -354,9 +333,9 @@ static void scratch_halves(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_
  * (dot_rows.h) sums without FMAs and reads the weight panel again for
  * every CTBC_DOT_ROWS rows: about CTBC_DOT8_COST tile multiply-adds each
  * (through VDPBF16PS, that over the context's pair_dot_speedup), growing
- * with the channels read per row (a reread every CTBC_DOT8_REREAD_CHANNELS), and
- * reductions (c_out) shorter than DOT_MIN_C_OUT are mostly its scalar
- * tail. (The context gives the float32 kernel's own: the 16-lane AVX-512
+ * with the channels read per row (a reread every
+ * CTBC_DOT8_REREAD_CHANNELS), and reductions (c_out) shorter than
+ * DOT_MIN_C_OUT are mostly its scalar tail. (The context gives the float32 kernel's own: the 16-lane AVX-512
  * one's, context.c.) Zen 4, one thread, whole op, medians of 3,
  * plan without and with the dot: T125 B1010 Ci3 K20 Co86 float32 131 ->
  * 99 ms, T30 B64 Ci8 K5 Co64 float32 0.37 -> 0.43 ms, T100 B32 Ci14 K3
@@ -413,11 +392,12 @@ static double cost_pairs(const ctbc_problem *p, const ctbc_context *ctx)
 }
 
 /* gi_dot_steps and gi_dot_bf16_steps: tiles along a batch entry's time
- * steps (dot_tile), where steps follow one another and share taps (T >= CTBC_DOT_ROWS, K >
- * 1, B > 1: with one entry the runs of rows are its steps already), and
- * few steps lie near either end, where a tap reaches grad_output for some
- * of a group's rows only: those taps take a kernel call per row (T6 B428
- * Ci11 K28 Co89 p14, every step such: 2.9x the time of runs). */
+ * steps (dot_tile), where steps follow one another and share taps
+ * (T >= CTBC_DOT_ROWS, K > 1, B > 1: with one entry the runs of rows are
+ * its steps already), and few steps lie near either end, where a tap
+ * reaches grad_output for some of a group's rows only: those taps take a
+ * kernel call per row (T6 B428 Ci11 K28 Co89 p14, every step such: 2.9x
+ * the time of runs). */
 #define DOT_EDGE_SHARE 4 /* at most a quarter of the steps near the ends */
 
 static int steps_apply(const ctbc_problem *p)
