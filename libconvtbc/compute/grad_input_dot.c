@@ -257,7 +257,8 @@ static int applies_pairs(const ctbc_problem *p, const ctbc_context *ctx)
 
 /* The grad_output steps the kernel groups of a tile's rows read, and their
  * float32 copy's size at most: the tile's rows, a group shifted back into
- * it, and the taps of both ends. */
+ * it, and the taps of both ends. (gi_dot_f16's tiles are runs of rows, so
+ * a position on the tile's line is its (t, b) row.) */
 static ctbc_range window_steps(const ctbc_problem *p, dot_tile_part part)
 {
     const int64_t rows_total = total_rows(p);
@@ -335,8 +336,9 @@ static void scratch_halves(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_
  * (through VDPBF16PS, that over the context's pair_dot_speedup), growing
  * with the channels read per row (a reread every
  * CTBC_DOT8_REREAD_CHANNELS), and reductions (c_out) shorter than
- * DOT_MIN_C_OUT are mostly its scalar tail. (The context gives the float32 kernel's own: the 16-lane AVX-512
- * one's, context.c.) Zen 4, one thread, whole op, medians of 3,
+ * DOT_MIN_C_OUT are mostly its scalar tail. (The context gives the float32
+ * kernel's own: the 16-lane AVX-512 one's, context.c.) Zen 4, one thread,
+ * whole op, medians of 3,
  * plan without and with the dot: T125 B1010 Ci3 K20 Co86 float32 131 ->
  * 99 ms, T30 B64 Ci8 K5 Co64 float32 0.37 -> 0.43 ms, T100 B32 Ci14 K3
  * Co200 float32 1.83 -> 1.99 ms; T124 B93 Ci6 K128 Co932 bfloat16 149 ->
@@ -447,17 +449,18 @@ static void plan_steps(const ctbc_problem *p, const ctbc_context *ctx, ctbc_bloc
 #define DOT_FAR_READS 0.2
 #define DOT_ROW_WRITE 100.0
 
-static double step_window(const ctbc_problem *p, int64_t element_bytes)
+/* The steps whose rows read one grad_output step: as many as taps reach it. */
+static double reads_of_a_step(const ctbc_problem *p)
 {
-    return (double)p->b * (double)ctbc_clamp(ctbc_min(p->k, p->t_out), 1, INT32_MAX) * (double)p->c_out *
-           (double)element_bytes;
+    return (double)ctbc_clamp(ctbc_min(p->k, p->t_out), 1, INT32_MAX);
 }
 
 static double runs_cost(const ctbc_problem *p, const ctbc_context *ctx, double cost, int64_t element_bytes)
 {
-    if (step_window(p, element_bytes) <= (double)ctx->dot_window_bytes)
+    const double reads = reads_of_a_step(p);
+    const double step_window = (double)p->b * reads * (double)p->c_out * (double)element_bytes;
+    if (step_window <= (double)ctx->dot_window_bytes)
         return cost;
-    const double reads = (double)ctbc_clamp(ctbc_min(p->k, p->t_out), 1, INT32_MAX);
     return cost * (1.0 + DOT_FAR_READS * (reads - 1.0) / reads);
 }
 

@@ -52,6 +52,12 @@ const ctbc_impl *ctbc_impl_at(ctbc_gradient gradient, int index)
  * the gradients'. */
 #define FORWARD_SLOT CTBC_GRADIENTS
 _Static_assert(FORCE_BITS * (FORWARD_SLOT + 1) <= 32, "the forced slots fit in 32 bits");
+/* (each list, its NULL aside, numbered from 1 in its slot: a longer list
+ * would spill into the next gradient's slot) */
+#define FITS_A_SLOT(list) (sizeof(list) / sizeof *(list) - 1 <= FORCE_MASK)
+_Static_assert(FITS_A_SLOT(grad_input_impls) && FITS_A_SLOT(grad_weight_impls) && FITS_A_SLOT(grad_bias_impls),
+               "every implementation list fits a forced slot");
+#undef FITS_A_SLOT
 
 /* The forced choices (see driver.h); atomic. */
 static uint32_t forced_now;
