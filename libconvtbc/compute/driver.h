@@ -58,8 +58,9 @@ typedef struct {
     int64_t balance_tiles;
     double balance_min_work;
     /* Cost of the narrow tile's multiply-add (ctbc_context_narrow) against
-     * the wide one's at equal fill. */
-    double narrow_tile_cost;
+     * the wide one's at equal fill, for each gradient's implementations on
+     * it (CTBC_NARROW_IMPL's COST). */
+    double narrow_gi_tile_cost, narrow_gw_tile_cost;
     /* Multiply-adds per second of the bfloat16 pair tile (ukr_bf16)
      * against the float32 one (ukr) on this CPU: each VDPBF16PS does twice
      * an FMA's products, but how many issue per cycle, and how long each
@@ -205,13 +206,13 @@ typedef struct ctbc_impl {
  * with that kernel (tile CTBC_TILE_NARROW), whose bits are the wide one's. For
  * problems whose channels fill a fraction of the wide tile's nr (16 of
  * AVX-512's 32 take the same instructions as 32). Applies where the ISA
- * has a narrow tile and BASE applies on it; costs the context's
- * narrow_tile_cost times BASE's cost there, with the wide tile's rows:
+ * has a narrow tile and BASE applies on it; costs the context's field
+ * COST times BASE's cost there, with the wide tile's rows:
  * only its columns count to its credit. (Its 8 rows fit 8 channels better
  * than 6, but at equal columns it was slower: Zen 4, T1 B256 Ci1088 K1 Co8
  * bfloat16, gw_o_on_m 0.13 ms, on the narrow tile 0.16 ms.)
  */
-#define CTBC_NARROW_IMPL(IDENT, NAME, BASE)                                                                  \
+#define CTBC_NARROW_IMPL(IDENT, NAME, BASE, COST)                                                            \
     static int IDENT##_applies(const ctbc_problem *p, const ctbc_context *ctx)                               \
     {                                                                                                        \
         ctbc_context narrow;                                                                                 \
@@ -225,12 +226,12 @@ typedef struct ctbc_impl {
         ctbc_kernel wide_rows = *narrow.kernel;                                                              \
         wide_rows.mr = ctx->kernel->mr;                                                                      \
         narrow.kernel = &wide_rows;                                                                          \
-        return ctx->narrow_tile_cost * (BASE).cost(p, &narrow);                                              \
+        return ctx->COST * (BASE).cost(p, &narrow);                                                          \
     }                                                                                                        \
     static void IDENT##_plan(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)              \
     {                                                                                                        \
         ctbc_context narrow;                                                                                 \
-        if (ctbc_context_narrow(ctx->isa, &narrow)) /* (else never chosen: it does not apply) */            \
+        if (ctbc_context_narrow(ctx->isa, &narrow)) /* (else never chosen: it does not apply) */             \
             (BASE).plan(p, &narrow, bl);                                                                     \
     }                                                                                                        \
     static void IDENT##_scratch(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need)        \

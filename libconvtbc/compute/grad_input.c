@@ -391,7 +391,9 @@ const ctbc_impl ctbc_impl_gi_window = {"gi_window", ctbc_applies_always, cost_wi
                                        ctbc_scratch_gi_window, gi_tiles, window_tile, 0};
 
 /* The same on the narrow tile, for few input channels. */
-CTBC_NARROW_IMPL(ctbc_impl_gi_merged_in_place_narrow, "gi_merged_in_place_narrow", ctbc_impl_gi_merged_in_place);
-CTBC_NARROW_IMPL(ctbc_impl_gi_merged_narrow, "gi_merged_narrow", ctbc_impl_gi_merged);
-CTBC_NARROW_IMPL(ctbc_impl_gi_in_place_narrow, "gi_in_place_narrow", ctbc_impl_gi_in_place);
-CTBC_NARROW_IMPL(ctbc_impl_gi_window_narrow, "gi_window_narrow", ctbc_impl_gi_window);
+CTBC_NARROW_IMPL(ctbc_impl_gi_merged_in_place_narrow, "gi_merged_in_place_narrow",
+                 ctbc_impl_gi_merged_in_place, narrow_gi_tile_cost);
+CTBC_NARROW_IMPL(ctbc_impl_gi_merged_narrow, "gi_merged_narrow", ctbc_impl_gi_merged, narrow_gi_tile_cost);
+CTBC_NARROW_IMPL(ctbc_impl_gi_in_place_narrow, "gi_in_place_narrow",
+                 ctbc_impl_gi_in_place, narrow_gi_tile_cost);
+CTBC_NARROW_IMPL(ctbc_impl_gi_window_narrow, "gi_window_narrow", ctbc_impl_gi_window, narrow_gi_tile_cost);

@@ -584,5 +584,5 @@ const ctbc_impl ctbc_impl_gw_o_on_m = {"gw_o_on_m", ctbc_applies_always, cost_o_
                                        ctbc_scratch_gw_gemm, ctbc_gw_tiles, gemm_tile, 0};
 /* The per-tap GEMMs on the narrow tile, for few channels along the tile's
  * columns. */
-CTBC_NARROW_IMPL(ctbc_impl_gw_c_on_m_narrow, "gw_c_on_m_narrow", ctbc_impl_gw_c_on_m);
-CTBC_NARROW_IMPL(ctbc_impl_gw_o_on_m_narrow, "gw_o_on_m_narrow", ctbc_impl_gw_o_on_m);
+CTBC_NARROW_IMPL(ctbc_impl_gw_c_on_m_narrow, "gw_c_on_m_narrow", ctbc_impl_gw_c_on_m, narrow_gw_tile_cost);
+CTBC_NARROW_IMPL(ctbc_impl_gw_o_on_m_narrow, "gw_o_on_m_narrow", ctbc_impl_gw_o_on_m, narrow_gw_tile_cost);

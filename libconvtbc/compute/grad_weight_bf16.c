@@ -329,5 +329,7 @@ const ctbc_impl ctbc_impl_gw_c_on_m_amx = {"gw_c_on_m_amx", applies_tiles, cost_
                                            scratch_tiles,   ctbc_gw_tiles, tiles_tile, CTBC_TILE_AMX};
 
 /* The same on the narrow tile (where the kernel has a narrow VDPBF16PS one). */
-CTBC_NARROW_IMPL(ctbc_impl_gw_c_on_m_bf16_narrow, "gw_c_on_m_bf16_narrow", ctbc_impl_gw_c_on_m_bf16);
-CTBC_NARROW_IMPL(ctbc_impl_gw_o_on_m_bf16_narrow, "gw_o_on_m_bf16_narrow", ctbc_impl_gw_o_on_m_bf16);
+CTBC_NARROW_IMPL(ctbc_impl_gw_c_on_m_bf16_narrow, "gw_c_on_m_bf16_narrow",
+                 ctbc_impl_gw_c_on_m_bf16, narrow_gw_tile_cost);
+CTBC_NARROW_IMPL(ctbc_impl_gw_o_on_m_bf16_narrow, "gw_o_on_m_bf16_narrow",
+                 ctbc_impl_gw_o_on_m_bf16, narrow_gw_tile_cost);
