@@ -149,8 +149,9 @@ static void context_from_caches(ctbc_isa isa, const ctbc_kernel *kernel, int64_t
      * the 22 plans of 774 that 1.2 changes, mostly narrow -> wide, took
      * 0.94x the time (EMR, alternating processes, 3 rounds: T1 B3841 Ci14
      * K7 Co362 p7 float32 7.0 -> 6.4 ms, T191 B159 Ci17 K34 Co75 34 -> 29
-     * ms); slower: T1177 B87 Ci71 K70 Co3 float16 1.10x, T64 B1 Ci896 K16
-     * Co16 1.03-1.05x. */
+     * ms); slower: T1177 B87 Ci71 K70 Co3 float16 1.08-1.10x, T880 B64
+     * Ci80 K255 Co24 float16 1.05-1.07x (0.92x in float32), T64 B1 Ci896
+     * K16 Co16 1.03-1.05x. */
     ctx->narrow_gi_tile_cost = 1.15;
     ctx->narrow_gw_tile_cost = 1.2;
     dot_costs(ctx);
