@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "compute/float_convert.h"
+#include "compute/kernels/strip_row.h"
 
 ctbc_operand ctbc_operand_make(const void *data, const ctbc_layout *layout, ctbc_rounding rounding,
                                const ctbc_kernel *kernel)
@@ -12,6 +13,7 @@ ctbc_operand ctbc_operand_make(const void *data, const ctbc_layout *layout, ctbc
     ctbc_operand op;
     op.transpose = kernel->transpose;
     op.bf16_pairs = kernel->bf16_pairs;
+    op.strips4 = kernel->strips4;
     op.load16 = layout->dtype == CTBC_F16    ? kernel->f16_load
                 : layout->dtype == CTBC_BF16 ? kernel->bf16_load
                                              : 0;
@@ -148,44 +150,16 @@ static void row_walker_next(row_walker *w)
     }
 }
 
+/* Whole strips a row from which the kernel set's strips4 packs four rows
+ * at a time: with fewer, its call per four rows costs more than it saves
+ * (T14 B1334 Ci12 K25 Co4 p7, two strips of 6 and 4 channels a row,
+ * took 1.05-1.08x the time on AVX2). */
+#define STRIPS4_MIN_STRIPS 4
+
 /* Floats widened per bulk call when packing 16-bit strips (a stack buffer). */
 #define STRIP_RUN_FLOATS 512
 
 static inline int64_t ctbc_min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
-/* floats [at, at + count) of d: src's, or zeros where src is NULL */
-ALWAYS_INLINE void piece_of(float *d, const float *src, int64_t at, size_t count)
-{
-    if (src)
-        memcpy(d + at, src + at, count * sizeof(float));
-    else
-        memset(d + at, 0, count * sizeof(float));
-}
-
-/* d[0, n) = src[0, n), or zeros where src is NULL: a strip row of float32
- * in fixed-size pieces (the last two overlapping) that the compiler turns
- * into vector moves. Run-time lengths went to libc, a call per row: T14
- * B1334 Ci12 K25 Co4 p7 packs strips of 4 and 12 channels, and memmove and
- * memset took a third of its samples; an element loop costs more too. */
-ALWAYS_INLINE void strip_row(float *d, const float *src, int64_t n)
-{
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8)
-        piece_of(d, src, j, 8);
-    if (j == n)
-        return;
-    if (n >= 8) {
-        piece_of(d, src, n - 8, 8);
-    } else if (n >= 4) {
-        piece_of(d, src, 0, 4);
-        piece_of(d, src, n - 4, 4);
-    } else if (n >= 2) {
-        piece_of(d, src, 0, 2);
-        piece_of(d, src, n - 2, 2);
-    } else {
-        piece_of(d, src, 0, 1);
-    }
-}
 
 ALWAYS_INLINE void pack_strips_body(float *dst, int64_t strip_rows, int64_t width,
                                     const ctbc_operand *op, row_walker w, int64_t r_begin,
@@ -214,7 +188,23 @@ ALWAYS_INLINE void pack_strips_body(float *dst, int64_t strip_rows, int64_t widt
         }
         return;
     }
-    for (int64_t r = r_begin; r < r_end; r++, row_walker_next(&w)) {
+    int64_t r = r_begin;
+    if (kind == KIND_F32 && unit && width <= 16 && full >= STRIPS4_MIN_STRIPS && op->strips4) {
+        /* four rows at a time into the whole strips, then each row's
+         * partial strip as below */
+        for (; r + 4 <= r_end; r += 4) {
+            const float *rows[4];
+            for (int i = 0; i < 4; i++, row_walker_next(&w))
+                rows[i] = (const float *)op->data + row_walker_offset(&w) + col0;
+            op->strips4(dst + r * width, strip_rows * width, width, rows, full);
+            for (int i = 0; tail && i < 4; i++) {
+                float *d = dst + (full * strip_rows + r + i) * width;
+                strip_row(d, rows[i] + full * width, tail);
+                strip_row(d + tail, NULL, width - tail);
+            }
+        }
+    }
+    for (; r < r_end; r++, row_walker_next(&w)) {
         const int64_t row_off = row_walker_offset(&w) + col0 * s2;
         float *d = dst + r * width;
         if (kind == KIND_F32 && unit) {

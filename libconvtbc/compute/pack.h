@@ -23,6 +23,7 @@ typedef struct {
     ctbc_h16_load_fn load16; /* the kernel set's widening of this 16-bit dtype, or NULL */
     ctbc_transpose_fn transpose; /* the kernel set's float32 transpose, or NULL */
     ctbc_bf16_pairs_fn bf16_pairs; /* the kernel set's */
+    ctbc_strips4_fn strips4;       /* the kernel set's */
 } ctbc_operand;
 
 /* Address of element `offset` of a buffer of dtype. */

@@ -346,6 +346,39 @@ static void check_transpose(const ctbc_kernel *k)
         }
 }
 
+/* ---- four rows into packed strips --------------------------------------- */
+
+/* ctbc_strips4_fn: an exact copy of every width up to 16 (the masks of the
+ * AVX-512 moves), rows apart in memory and not, nothing written past the
+ * strips' pieces (the gaps between strips keep their sentinels). */
+static void check_strips4(const ctbc_kernel *k)
+{
+    enum { MAX_W = 16, MAX_S = 5, ROW = MAX_W * MAX_S + 3, GAP = 5 };
+    static float rows[4 * ROW], dst[MAX_S * (4 * MAX_W + GAP) + GUARD];
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+        rows[i] = ctbc_bits_f32(next_u32()); /* any bits, NaN payloads included */
+    for (int64_t width = 1; width <= MAX_W; width++)
+        for (int64_t strips = 0; strips <= MAX_S; strips++)
+            for (int order = 0; order < 2; order++) {
+                /* rows in order, or reversed and one float off */
+                const float *r[4];
+                for (int i = 0; i < 4; i++)
+                    r[i] = order ? rows + (3 - i) * ROW + 1 : rows + i * ROW;
+                const int64_t step = 4 * width + GAP, len = strips * step + GUARD;
+                for (int64_t e = 0; e < len; e++)
+                    dst[e] = ctbc_bits_f32(SENTINEL);
+                k->strips4(dst, step, width, r, strips);
+                for (int64_t e = 0; e < len; e++) {
+                    const int64_t s = e / step, at = e % step, i = at / width, j = at % width;
+                    const int inside = s < strips && at < 4 * width;
+                    const uint32_t want = inside ? bits(r[i][s * width + j]) : SENTINEL;
+                    CHECK(bits(dst[e]) == want,
+                          "%s strips4 width %lld strips %lld order %d: dst[%lld] = %08x, want %08x", k->name,
+                          (long long)width, (long long)strips, order, (long long)e, bits(dst[e]), want);
+                }
+            }
+}
+
 /* ---- the dot kernel ------------------------------------------------------ */
 
 /* The two orders of ctbc_dot_fn written out. dot_lanes 8 (dot_rows.h):
@@ -578,7 +611,7 @@ static void check_entry(const ctbc_kernel *k, int fused)
 {
     const int before = failures;
     CHECK(k->ukr && k->gemv && k->f16_load && k->bf16_load && k->f16_store && k->bf16_store && k->transpose && k->dot &&
-              k->row_sums && k->bf16_pairs,
+              k->row_sums && k->bf16_pairs && k->strips4,
           "%s: an entry of a built ISA leaves a helper NULL", k->name);
     CHECK(k->mr >= 1 && k->mr <= CTBC_MR_MAX && k->nr >= 4 && k->nr <= CTBC_NR_MAX && k->nr % 8 == 0,
           "%s: tile %dx%d outside the scratch bounds", k->name, k->mr, k->nr);
@@ -611,6 +644,7 @@ static void check_entry(const ctbc_kernel *k, int fused)
     check_narrow(k->name, "float16", k->f16_store, ctbc_f32_to_f16);
     check_narrow(k->name, "bfloat16", k->bf16_store, ctbc_f32_to_bf16);
     check_transpose(k);
+    check_strips4(k);
     check_dot(k);
     check_row_sums(k);
     check_bf16_pairs(k);

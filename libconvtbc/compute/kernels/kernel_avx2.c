@@ -14,6 +14,7 @@
 #include "compute/kernels/dot_rows.h"
 #include "compute/kernels/bf16_pairs.h"
 #include "compute/kernels/row_sums.h"
+#include "compute/kernels/strips4.h"
 #include "compute/kernels/gemv_tail.h"
 
 #define MR 6
@@ -244,6 +245,7 @@ const ctbc_kernel ctbc_kernel_avx2 = {.name = "avx2",
                                       .dot = dot_rows,
                                       .dot_lanes = 8,
                                       .row_sums = row_sums,
+                                      .strips4 = strips4,
                                       .bf16_pairs = bf16_pairs};
 
 #else

@@ -229,6 +229,25 @@ static void transpose_avx512(float *dst, int64_t ld_dst, const float *src, int64
     }
 }
 
+/* Each row's piece of a strip is one masked load and one masked store: the
+ * plain copy of strips4.h made two overlapping 16-byte moves of each 6-float
+ * piece and packed a 429-row window of 768 channels at 0.33 ns an element,
+ * this at 0.22 (EMR, in L2). */
+static void strips4_avx512(float *dst, int64_t strip_step, int64_t width, const float *const rows[4],
+                           int64_t strips)
+{
+    const __mmask16 mask = (__mmask16)((1u << width) - 1u);
+    for (int64_t s = 0; s < strips; s++, dst += strip_step) {
+        const int64_t at = s * width;
+        const __m512 r0 = _mm512_maskz_loadu_ps(mask, rows[0] + at), r1 = _mm512_maskz_loadu_ps(mask, rows[1] + at);
+        const __m512 r2 = _mm512_maskz_loadu_ps(mask, rows[2] + at), r3 = _mm512_maskz_loadu_ps(mask, rows[3] + at);
+        _mm512_mask_storeu_ps(dst, mask, r0);
+        _mm512_mask_storeu_ps(dst + width, mask, r1);
+        _mm512_mask_storeu_ps(dst + 2 * width, mask, r2);
+        _mm512_mask_storeu_ps(dst + 3 * width, mask, r3);
+    }
+}
+
 /*
  * Each of the 16 vectors v[n] summed across its lanes as a tree, l + 8,
  * then l + 4, l + 2, l + 1 (the order ctbc_dot_fn states for 16 lanes, and
@@ -395,6 +414,7 @@ const ctbc_kernel ctbc_kernel_avx512_bf16 = {.name = "avx512_bf16",
                                              .dot = dot_f32_rows,
                                              .dot_lanes = 16,
                                              .row_sums = row_sums,
+                                             .strips4 = strips4_avx512,
                                              .bf16_pairs = bf16_pairs,
                                              .dot_bf16 = dot_bf16_rows,
                                              .mr_narrow = MR_NARROW,
@@ -415,6 +435,7 @@ const ctbc_kernel ctbc_kernel_avx512 = {.name = "avx512",
                                         .dot = dot_f32_rows,
                                         .dot_lanes = 16,
                                         .row_sums = row_sums,
+                                        .strips4 = strips4_avx512,
                                         .bf16_pairs = bf16_pairs,
                                         .mr_narrow = MR_NARROW,
                                         .ukr_narrow = ukr_avx512_8x16};

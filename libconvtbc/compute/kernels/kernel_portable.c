@@ -7,6 +7,7 @@
 #include "compute/kernels/dot_rows.h"
 #include "compute/kernels/bf16_pairs.h"
 #include "compute/kernels/row_sums.h"
+#include "compute/kernels/strips4.h"
 
 #include "compute/float_convert.h"
 
@@ -100,4 +101,5 @@ const ctbc_kernel ctbc_kernel_portable = {.name = "portable",
                                           .dot = dot_rows,
                                           .dot_lanes = 8,
                                           .row_sums = row_sums,
+                                          .strips4 = strips4,
                                           .bf16_pairs = bf16_pairs};

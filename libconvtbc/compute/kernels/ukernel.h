@@ -70,6 +70,17 @@ typedef void (*ctbc_gemv_fn)(int64_t n_rows, int64_t n, const float *a, int64_t 
 typedef void (*ctbc_h16_load_fn)(float *dst, const uint16_t *src, int64_t n);
 typedef void (*ctbc_h16_store_fn)(uint16_t *dst, const float *src, int64_t n);
 
+/* Four rows of a row-major float32 operand dealt into `strips` packed
+ * strips `width` wide (width <= 16), as four consecutive rows of each:
+ *
+ *   dst[s*strip_step + i*width + j] = rows[i][s*width + j]
+ *
+ * for s < strips, i < 4, j < width (an exact copy). The packing of
+ * grad_weight's mr-wide strips, where a row-by-row copy moves a piece of
+ * 24 bytes to a strip kilobytes away each time. */
+typedef void (*ctbc_strips4_fn)(float *dst, int64_t strip_step, int64_t width, const float *const rows[4],
+                                int64_t strips);
+
 /* dst[j*ld_dst + i] = src[i*ld_src + j] for i < rows, j < cols (float32
  * transpose, exact). NULL: the framework's scalar loops are used. */
 typedef void (*ctbc_transpose_fn)(float *dst, int64_t ld_dst, const float *src, int64_t ld_src,
@@ -226,6 +237,7 @@ typedef struct {
     int dot_lanes;   /* dot's order (see ctbc_dot_fn): 8 or 16 */
     ctbc_row_sums_fn row_sums; /* set whenever ukr is */
     ctbc_bf16_pairs_fn bf16_pairs; /* set whenever ukr is */
+    ctbc_strips4_fn strips4;       /* set whenever ukr is */
     ctbc_dot_bf16_fn dot_bf16; /* set where ukr_bf16 is */
     /* ukr's contract on a narrower tile, mr_narrow x CTBC_NR_NARROW, with
      * ukr's bits, for GEMMs of few columns, which an nr-wide tile would
