@@ -161,6 +161,18 @@ static void row_walker_next(row_walker *w)
 
 static inline int64_t ctbc_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* A row's partial strip at d: its `tail` values from element `off` on,
+ * then zeros to the strip's width. */
+ALWAYS_INLINE void row_tail(float *d, const ctbc_operand *op, int64_t off, int64_t s2, int64_t tail,
+                            int64_t width, const int kind, const int unit)
+{
+    if (kind == KIND_F32 && unit)
+        strip_row(d, (const float *)op->data + off, tail);
+    else
+        convert_body(d, op, off, s2, tail, kind, unit);
+    strip_row(d + tail, NULL, width - tail);
+}
+
 ALWAYS_INLINE void pack_strips_body(float *dst, int64_t strip_rows, int64_t width,
                                     const ctbc_operand *op, row_walker w, int64_t r_begin,
                                     int64_t r_end, int64_t col0, int64_t ncols, const int kind,
@@ -193,15 +205,16 @@ ALWAYS_INLINE void pack_strips_body(float *dst, int64_t strip_rows, int64_t widt
         /* four rows at a time into the whole strips, then each row's
          * partial strip as below */
         for (; r + 4 <= r_end; r += 4) {
+            int64_t row_off[4];
             const float *rows[4];
-            for (int i = 0; i < 4; i++, row_walker_next(&w))
-                rows[i] = (const float *)op->data + row_walker_offset(&w) + col0;
-            op->strips4(dst + r * width, strip_rows * width, width, rows, full);
-            for (int i = 0; tail && i < 4; i++) {
-                float *d = dst + (full * strip_rows + r + i) * width;
-                strip_row(d, rows[i] + full * width, tail);
-                strip_row(d + tail, NULL, width - tail);
+            for (int i = 0; i < 4; i++, row_walker_next(&w)) {
+                row_off[i] = row_walker_offset(&w) + col0;
+                rows[i] = (const float *)op->data + row_off[i];
             }
+            op->strips4(dst + r * width, strip_rows * width, width, rows, full);
+            for (int i = 0; tail && i < 4; i++)
+                row_tail(dst + (full * strip_rows + r + i) * width, op, row_off[i] + full * width, 1, tail, width,
+                         kind, unit);
         }
     }
     for (; r < r_end; r++, row_walker_next(&w)) {
@@ -218,14 +231,8 @@ ALWAYS_INLINE void pack_strips_body(float *dst, int64_t strip_rows, int64_t widt
                     d[j] = load_kind(op->data, off + j * s2, kind);
             }
         }
-        if (tail) {
-            const int64_t off = row_off + full * width * s2;
-            if (kind == KIND_F32 && unit)
-                strip_row(d, (const float *)op->data + off, tail);
-            else
-                convert_body(d, op, off, s2, tail, kind, unit);
-            strip_row(d + tail, NULL, width - tail);
-        }
+        if (tail)
+            row_tail(d, op, row_off + full * width * s2, s2, tail, width, kind, unit);
     }
 }
 

@@ -1,9 +1,10 @@
 /*
  * AVX-512 (F, BW, VL) kernels: the 6 x 32 micro-kernel (twelve zmm
  * accumulators, two 16-float vectors per row), a 64-column GEMV, the 16-bit
- * conversions, a 16 x 16 transpose and the dot kernel on 16 lanes. Built with -mavx512f -mavx512bw
- * -mavx512vl -mfma (kernel file only); without them the entry has a NULL ukr
- * and the dispatcher never picks it.
+ * conversions, a 16 x 16 transpose, the dot kernel on 16 lanes and the
+ * four-row strip packing. Built with -mavx512f -mavx512bw -mavx512vl -mfma
+ * (kernel file only); without them the entry has a NULL ukr and the
+ * dispatcher never picks it.
  *
  * kernel_avx512_bf16.c builds this file again with -mavx512bf16 and
  * CTBC_AVX512_WITH_BF16: that entry adds the VDPBF16PS kernel on bfloat16
