@@ -38,9 +38,13 @@ GRAD_WEIGHT = ["gw_pairs", "gw_c_on_m", "gw_gemv", "gw_o_on_m", "gw_c_on_m_bf16"
                "gw_c_on_m_narrow", "gw_o_on_m_narrow", "gw_c_on_m_bf16_narrow", "gw_o_on_m_bf16_narrow",
                "gw_reference", "gw_pairs", "gw_c_on_m", "gw_c_on_m_amx", "gw_o_on_m", "gw_gemv",
                "gw_o_on_m_narrow"]
+# gb_in_gw where grad_weight's tiles carry the sums (gw_c_on_m and its
+# narrow version, gw_gemv with c_in 1), gb_rows beside gw_c_on_m's and
+# gw_gemv's second entries
+GRAD_BIAS = ["gb_rows" if i in (12, 15) else "gb_in_gw" for i in range(len(GRAD_WEIGHT))]
 # forced together, one of each gradient per run (some grad_weight ones
 # twice, so that both lists are walked in one pass)
-FORCED = [f"{gi},{gw}" for gi, gw in zip(GRAD_INPUT, GRAD_WEIGHT)]
+FORCED = [f"{gi},{gw},{gb}" for gi, gw, gb in zip(GRAD_INPUT, GRAD_WEIGHT, GRAD_BIAS)]
 
 # T, B, C_in, K, C_out, pad: padding and partial taps, K > T, c_out 1 (the
 # GEMV), a batch of 8+ with few channels (pairs), c_in past one 256-wide
@@ -103,6 +107,15 @@ def applies(name, problem, dtype):
     return True
 
 
+def applies_grad_bias(name, grad_weight, problem):
+    """gb_in_gw: where the plan's grad_weight tiles read grad_output as the
+    columns of their GEMM (c_in on the tile's rows)."""
+    if name == "gb_in_gw":
+        c_out = problem[4]
+        return grad_weight in ("gw_c_on_m", "gw_c_on_m_narrow") or (grad_weight == "gw_gemv" and c_out != 1)
+    return True
+
+
 @pytest.fixture
 def forced(request):
     names = request.param.split(",")
@@ -124,6 +137,8 @@ def test_forced_numerics(forced, problem, dtype, rng):
     chosen = plan_implementations(*problem, dtype)
     for name, gradient in zip(forced, ("gradInput", "gradWeight")):
         assert (chosen[gradient] == name) == applies(name, problem, dtype), (name, chosen)
+    bias = forced[2]
+    assert (chosen["gradBias"] == bias) == applies_grad_bias(bias, chosen["gradWeight"], problem), (bias, chosen)
     go, x, w, bias = operands(rng, problem, DTYPES[dtype])
     gi, gw, gb = convtbc_py.conv_tbc_backward(go, x, w, bias, problem[5])
     r_gi, r_gw, r_gb = conv_tbc_backward_ref(go, x, w, problem[5])
@@ -230,6 +245,10 @@ def test_unforced_choices_differ_by_shape():
     assert {g: chosen[g] for g in ("gradInput", "gradWeight", "gradBias")} == {
         "gradInput": "gi_in_place", "gradWeight": pairs, "gradBias": "gb_rows"}
     assert plan_implementations(64, 1, 100, 5, 1, 2, "float32")["gradWeight"] == "gw_gemv"
+    # grad_bias summed by grad_weight's tiles as they read grad_output, where
+    # two or more tiles share it (1951 output channels), not on one tile
+    assert plan_implementations(1039, 3, 1, 2, 1951, 1, "float32")["gradBias"] == "gb_in_gw"
+    assert plan_implementations(1039, 3, 1, 2, 100, 1, "float32")["gradBias"] == "gb_rows"
     assert plan_implementations(30, 40, 300, 3, 300, 1, "bfloat16")["gradInput"] != "gi_in_place"
     # Twelve input channels over many rows and a long reduction (taps x
     # c_out): channels on the micro-tile rows, for both gradients; one

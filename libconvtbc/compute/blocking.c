@@ -351,6 +351,7 @@ void ctbc_blocking_choose(const ctbc_problem *p, ctbc_isa isa, uint32_t forced, 
     ctbc_context_for_isa(isa, &ctx);
     memset(bl, 0, sizeof(*bl));
     bl->isa = (int32_t)isa;
+    ctx.planned = bl;
     for (int g = 0; g < CTBC_GRADIENTS; g++) {
         bl->impl[g] = ctbc_impl_choose((ctbc_gradient)g, p, &ctx, forced);
         ctbc_impl_at((ctbc_gradient)g, bl->impl[g])->plan(p, &ctx, bl);
@@ -393,13 +394,26 @@ void ctbc_scratch_none(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_l
     (void)need;
 }
 
+int64_t ctbc_gw_gemm_cbuf(const ctbc_problem *p, const ctbc_blocking *bl)
+{
+    (void)p;
+    return floats64(ws_mul((int64_t)bl->gw_kg * bl->gw_chunk, bl->gw_bn));
+}
+
 void ctbc_scratch_gw_gemm(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need)
 {
     const int64_t gw_window = ws_add(bl->gw_kc, ws_mul(bl->gw_kg - 1, p->b));
-    const int64_t gw_c = ws_mul((int64_t)bl->gw_kg * bl->gw_chunk, bl->gw_bn);
+    const int64_t gw_c = ctbc_gw_gemm_cbuf(p, bl);
     const int64_t gw_a = ws_mul(bl->gw_o_on_m ? bl->gw_kc : gw_window, bl->gw_bm);
     const int64_t gw_b = ws_mul(bl->gw_o_on_m ? gw_window : bl->gw_kc, bl->gw_bn);
     need_at_least(need, gw_c, gw_a, gw_b);
+}
+
+/* The lanes of one tile's channels after the GEMM's accumulator */
+void ctbc_scratch_gb_in_gw(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need)
+{
+    const int64_t lanes = ws_mul(CTBC_ROW_SUM_LANES, floats64(bl->gw_bn));
+    need_at_least(need, ws_add(ctbc_gw_gemm_cbuf(p, bl), lanes), 0, 0);
 }
 
 /* Pairs of rows (grad_weight_bf16.c): the grad_output block, and two

@@ -176,6 +176,15 @@ static void context_from_caches(ctbc_isa isa, const ctbc_kernel *kernel, int64_t
      * B26 Ci742 K2 Co76 1.08x, 8 tiles each packing its grad_output again
      * where 3 did); at 1 and at 3, 0.89x and 0.88x. */
     ctx->amx_window_repack = 2.0;
+    /* gb_in_gw: grad_weight's tiles of the first tap group must read this
+     * share of grad_output's rows at least; each of them reads the rest from
+     * memory alone, on fewer and larger tiles than gb_rows's. Over 48
+     * problems with two or more such tiles (EMR, alternating processes, 3
+     * rounds), those above 0.7 took 0.94x the time in the geomean (T201
+     * B357 Ci2 K2 Co1516 p22, 0.83 of the rows, 0.57x); below it, T4 B171
+     * Ci14 K1 Co1464 p23 (0.08) 1.38x, T55 B8 Ci280 K1 Co2937 p22 float16
+     * (0.56) 1.09x. */
+    ctx->gb_in_gw_min_rows = 0.7;
 }
 
 static void make_contexts(void)

@@ -93,6 +93,13 @@ typedef struct {
     /* What packing a value of the transposed input window costs, in
      * grad_output pair values packed (gw_c_on_m_amx's balance cut). */
     double amx_window_repack;
+    /* The share of grad_output's rows grad_weight's first tap group must
+     * read for gb_in_gw to pay (grad_bias.c). */
+    double gb_in_gw_min_rows;
+    /* The gradients planned so far (ctbc_blocking_choose plans grad_input,
+     * grad_weight, grad_bias in turn); NULL outside a plan. gb_in_gw applies
+     * only after a grad_weight plan that reads grad_output its way. */
+    const struct ctbc_blocking *planned;
 } ctbc_context;
 
 void ctbc_context_for_isa(ctbc_isa isa, ctbc_context *context);
@@ -103,7 +110,7 @@ int ctbc_context_narrow(ctbc_isa isa, ctbc_context *context);
 int ctbc_context_amx(ctbc_isa isa, ctbc_context *context);
 
 /* Blocking chosen at plan time, stored in ctbc_plan.block[]. */
-typedef struct {
+typedef struct ctbc_blocking {
     int32_t isa;        /* ctbc_isa of the kernels the plan was sized for */
     int32_t parallel;   /* 1: enough work to open an OpenMP region */
     /* the implementation of each gradient: index in ctbc_impl_list(g) */
@@ -194,6 +201,7 @@ typedef struct ctbc_impl {
     /* raises `need` to the scratch a tile uses */
     void (*scratch)(const ctbc_problem *problem, const ctbc_blocking *blocking, ctbc_ws_layout *need);
     int64_t (*tiles)(const ctbc_run *run);
+    /* (NULL where tiles is always 0: another gradient's tiles do the work) */
     void (*run_tile)(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch);
     /* the tile tiles and run_tile get in their run's kernel (set once per
      * call by ctbc_execute) */
@@ -267,7 +275,34 @@ extern const ctbc_impl ctbc_impl_gi_merged_in_place, ctbc_impl_gi_merged, ctbc_i
     ctbc_impl_gi_dot_bf16, ctbc_impl_gi_dot_bf16_steps,
     ctbc_impl_gi_dot_f16, ctbc_impl_gi_merged_in_place_narrow, ctbc_impl_gi_merged_narrow, ctbc_impl_gi_in_place_narrow,
     ctbc_impl_gi_window_narrow, ctbc_impl_gi_c_on_m_amx, ctbc_impl_gi_reference;
-extern const ctbc_impl ctbc_impl_gb_rows;
+extern const ctbc_impl ctbc_impl_gb_rows, ctbc_impl_gb_in_gw;
+
+/*
+ * grad_bias's sums over channels [o0, o0 + no), carried by a grad_weight
+ * tile that reads grad_output's rows in order (gb_in_gw, grad_bias.c):
+ * rows it does not read come from grad_output itself, so every row is
+ * added once, to the lane and in the order gb_rows adds it.
+ */
+typedef struct {
+    float *lanes; /* CTBC_ROW_SUM_LANES lanes of lane_stride floats */
+    int64_t lane_stride, o0, no;
+    int64_t next_row; /* rows [0, next_row) are added */
+    int lane;         /* the lane of row next_row */
+} ctbc_gb_sums;
+
+void ctbc_gb_sums_start(ctbc_gb_sums *s, float *lanes, int64_t lane_stride, int64_t o0, int64_t no);
+/* adds rows [next_row, row_end) from grad_output */
+void ctbc_gb_sums_from_memory(const ctbc_run *run, ctbc_gb_sums *s, int64_t row_end);
+/* adds rows [next_row, next_row + n_rows) of channels o0 + [col, col + n)
+ * from a float32 copy of them, `row_stride` apart; several calls cover the
+ * channels, then ctbc_gb_sums_advance moves past the rows */
+void ctbc_gb_sums_add(const ctbc_run *run, const ctbc_gb_sums *s, const float *rows, int64_t row_stride,
+                      int64_t n_rows, int64_t col, int64_t n);
+void ctbc_gb_sums_advance(ctbc_gb_sums *s, int64_t n_rows);
+/* adds the rows left and writes grad_bias's channels */
+void ctbc_gb_sums_finish(const ctbc_run *run, ctbc_gb_sums *s);
+/* 1: grad_weight's plan carries grad_bias's sums (grad_weight.c) */
+int ctbc_gw_sums_grad_bias(const ctbc_problem *p, const ctbc_blocking *bl);
 
 /* The AMX tile's speed against ukr (the context's amx_tile_speedup) with
  * `pairs` pairs reduced per call: padded to whole steps, and paying the
@@ -311,6 +346,10 @@ int64_t ctbc_gw_taps_packing_least(const ctbc_problem *p, int64_t kc, int64_t kg
                                    int64_t c_cols, int odd_phase);
 void ctbc_plan_gi_window(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl);
 void ctbc_scratch_gw_gemm(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
+/* The accumulator a per-tap grad_weight GEMM tile uses in cbuf; gb_in_gw's
+ * lanes follow it. */
+int64_t ctbc_gw_gemm_cbuf(const ctbc_problem *p, const ctbc_blocking *bl);
+void ctbc_scratch_gb_in_gw(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
 void ctbc_scratch_gw_pairs(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
 void ctbc_scratch_gw_bf16(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
 void ctbc_scratch_gi_window(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);

@@ -374,6 +374,42 @@ static ctbc_range window_rows_read(const ctbc_problem *p, int64_t k0, int64_t k1
     return w;
 }
 
+int ctbc_gw_sums_grad_bias(const ctbc_problem *p, const ctbc_blocking *bl)
+{
+    const ctbc_impl *impl = ctbc_impl_at(CTBC_GRAD_WEIGHT, bl->impl[CTBC_GRAD_WEIGHT]);
+    const int gemm = impl == &ctbc_impl_gw_c_on_m || impl == &ctbc_impl_gw_c_on_m_narrow || impl == &ctbc_impl_gw_gemv;
+    /* grad_output on the nr side; the tiles of the first tap group and c_in
+     * block cover every output channel */
+    return gemm && !bl->gw_o_on_m && !bl->gw_taps && p->c_in >= 1 && p->k >= 1;
+}
+
+static int run_sums_grad_bias(const ctbc_run *run)
+{
+    return ctbc_impl_at(CTBC_GRAD_BIAS, run->blocking.impl[CTBC_GRAD_BIAS]) == &ctbc_impl_gb_in_gw;
+}
+
+/* Adds the row block [r0, r0 + rows) of grad_output's nr side (every column
+ * of the tile) to grad_bias's sums, from where the kernel reads it: the
+ * columns read in place (or widened) side by side in one call, a call per
+ * packed strip. */
+static void add_block_to_bias(const ctbc_run *run, ctbc_gb_sums *bias, const side *go, int64_t r0, int64_t rows,
+                              int64_t strips, int64_t nb)
+{
+    const int64_t nr = go->width;
+    ctbc_gb_sums_from_memory(run, bias, r0);
+    int64_t step;
+    const int64_t direct_cols = ctbc_min(nb, go->direct_strips * nr);
+    if (direct_cols > 0) {
+        const float *columns = side_at(go, 0, r0, &step);
+        ctbc_gb_sums_add(run, bias, columns, step, rows, 0, direct_cols);
+    }
+    for (int64_t js = go->direct_strips; js < strips; js++) {
+        const float *strip = side_at(go, js, r0, &step);
+        ctbc_gb_sums_add(run, bias, strip, step, rows, js * nr, ctbc_min(nr, nb - js * nr));
+    }
+    ctbc_gb_sums_advance(bias, rows);
+}
+
 static void gemm_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scratch)
 {
     const ctbc_problem *p = run->problem;
@@ -421,6 +457,13 @@ static void gemm_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
     const ctbc_layout *gw = &p->grad_weight;
     /* rows of the tile are c (or o), columns o (or c) */
     const ctbc_writer *out = o_on_m ? &run->gw_o_rows : &run->gw_c_rows;
+    /* grad_bias's sums of the tile's channels, by the tiles of the first
+     * tap group and c_in block: its row blocks are grad_output's rows in
+     * order, as gb_rows adds them */
+    ctbc_gb_sums bias;
+    const int sums_bias = run_sums_grad_bias(run) && mi == 0 && gi == 0;
+    if (sums_bias)
+        ctbc_gb_sums_start(&bias, cbuf + ctbc_gw_gemm_cbuf(p, bl), ctbc_round_up(nb, 16), n0, nb);
     for (int64_t r0 = u_lo; r0 < u_hi; r0 += block_rows) {
         const int64_t r1 = ctbc_min(u_hi, r0 + block_rows), rows = r1 - r0;
         /* input window: the window rows some tap reads, input rows
@@ -435,6 +478,8 @@ static void gemm_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
         const row_block x_n = {x_first, window, 0, input_rows, n0, nb}, g_n = {r0, rows, r0, r1, n0, nb};
         side nside = side_make(o_on_m ? &in_rows : &go_rows, o_on_m ? &x_n : &g_n, nr, scratch->bbuf, reuse_n,
                                DIRECT_REUSE_N, INT64_MAX);
+        if (sums_bias)
+            add_block_to_bias(run, &bias, &nside, r0, rows, strips_n, nb);
 
         /* ... and the mr side per block of the tile */
         for (int64_t w0 = 0; w0 < mb; w0 += bl->gw_bm) {
@@ -482,6 +527,8 @@ static void gemm_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
     if (!fresh)
         for (int64_t k = k0; k < k1; k++)
             ctbc_write_tile(out, k * gw->stride[0] + n0 * out->cs, cbuf + (k - k0) * mbp * nbp, nbp, mb, nb, m0);
+    if (sums_bias)
+        ctbc_gb_sums_finish(run, &bias);
 }
 
 /* The implementations (see driver.h). Cost: the time per multiply-add goes

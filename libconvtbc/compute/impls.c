@@ -25,7 +25,7 @@ static const ctbc_impl *const grad_weight_impls[] = {
     &ctbc_impl_gw_c_on_m_bf16, &ctbc_impl_gw_o_on_m_bf16, &ctbc_impl_gw_c_on_m_narrow, &ctbc_impl_gw_o_on_m_narrow,
     &ctbc_impl_gw_c_on_m_bf16_narrow, &ctbc_impl_gw_o_on_m_bf16_narrow, &ctbc_impl_gw_c_on_m_amx, &ctbc_impl_gw_reference, NULL,
 };
-static const ctbc_impl *const grad_bias_impls[] = {&ctbc_impl_gb_rows, NULL};
+static const ctbc_impl *const grad_bias_impls[] = {&ctbc_impl_gb_in_gw, &ctbc_impl_gb_rows, NULL};
 
 const ctbc_impl *const *ctbc_impl_list(ctbc_gradient gradient)
 {
