@@ -185,6 +185,13 @@ static void context_from_caches(ctbc_isa isa, const ctbc_kernel *kernel, int64_t
      * Ci14 K1 Co1464 p23 (0.08) 1.38x, T55 B8 Ci280 K1 Co2937 p22 float16
      * (0.56) 1.09x. */
     ctx->gb_in_gw_min_rows = 0.7;
+    /* ... and grad_weight must do at most this many multiply-adds per
+     * grad_output value (c_in x K): only where the op streams grad_output
+     * does the pass it saves show. Of those 48 problems, the wins were all
+     * at most 180 (T1 B494 Ci3 K30 Co1810 p25 0.75x); above 256 they took
+     * 0.94-1.13x, noise-level, and the square T257 B32 Ci1024 K3 Co1024 p1
+     * (3072) 1.03-1.07x (375 -> 400 ms). */
+    ctx->gb_in_gw_max_macs = 256;
 }
 
 static void make_contexts(void)

@@ -94,8 +94,10 @@ typedef struct {
      * grad_output pair values packed (gw_c_on_m_amx's balance cut). */
     double amx_window_repack;
     /* The share of grad_output's rows grad_weight's first tap group must
-     * read for gb_in_gw to pay (grad_bias.c). */
+     * read for gb_in_gw to pay (grad_bias.c), and the most multiply-adds
+     * grad_weight may do per grad_output value (c_in x K). */
     double gb_in_gw_min_rows;
+    int64_t gb_in_gw_max_macs;
     /* The gradients planned so far (ctbc_blocking_choose plans grad_input,
      * grad_weight, grad_bias in turn); NULL outside a plan. gb_in_gw applies
      * only after a grad_weight plan that reads grad_output its way. */

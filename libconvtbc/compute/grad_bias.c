@@ -13,12 +13,12 @@
  *    channels;
  *  - gb_in_gw: grad_weight's per-tap GEMM tiles, as they read grad_output
  *    (ctbc_gb_sums): grad_output is the largest operand, and where the op
- *    streams it from memory one pass less shows. The 53 plans of 774 that
+ *    streams it from memory one pass less shows. The 29 plans of 774 that
  *    take it (the shared list x 3 dtypes, 15 seeded draws of 40) took
- *    0.94x the time in the geomean (EMR, alternating processes, 3 rounds:
+ *    0.88x the time in the geomean (EMR, alternating processes, 3 rounds:
  *    T201 B357 Ci2 K2 Co1516 p22 float32 116 -> 68 ms, T126 B696 Ci8 K1
- *    Co2149 p5 float16 246 -> 172 ms; T261 B56 Ci140 K3 Co240 p26 float16
- *    1.02-1.13x).
+ *    Co2149 p5 float16 246 -> 172 ms; T412 B15 Ci30 K7 Co825 p13 float32
+ *    1.02-1.03x).
  */
 #include "compute/driver.h"
 
@@ -192,8 +192,9 @@ static int applies_in_gw(const ctbc_problem *p, const ctbc_context *ctx)
            (p->grad_output.dtype != CTBC_F32 || p->rounding == CTBC_ROUND_NONE);
 }
 
-/* No pass of its own where grad_weight's tiles read most of grad_output
- * (the context's gb_in_gw_min_rows) and at least two of them share the
+/* No pass of its own where the op streams grad_output (few multiply-adds
+ * per value: the context's gb_in_gw_max_macs), grad_weight's tiles read
+ * most of it (gb_in_gw_min_rows) and at least two of them share the
  * sums. On one tile they lengthen the longest item of the run (grad_weight's
  * single tile, where gb_rows ran beside it): T252 B159 Ci1 K21 Co199 took
  * 1.11x the time, T1 B3841 Ci14 K7 Co362 p7 1.06x (EMR, alternating
@@ -205,7 +206,8 @@ static double cost_in_gw(const ctbc_problem *p, const ctbc_context *ctx)
     /* the steps the first tap group reads: tap kg-1 starts lowest, 0 ends highest */
     const int64_t last = ctbc_min(gw->gw_kg, p->k) - 1;
     const int64_t steps = ctbc_tap_steps(p, 0).hi - ctbc_tap_steps(p, last).lo;
-    const int pays = tiles >= 2 && (double)steps >= ctx->gb_in_gw_min_rows * (double)p->t_out;
+    const int streams = p->c_in <= ctx->gb_in_gw_max_macs / ctbc_max(p->k, 1);
+    const int pays = streams && tiles >= 2 && (double)steps >= ctx->gb_in_gw_min_rows * (double)p->t_out;
     return pays ? 0.0 : INFINITY;
 }
 
