@@ -75,6 +75,9 @@ PROBLEMS = [
     # a few entries over more steps than one gi_dot_steps tile takes (64):
     # a short last tile, its groups shifted back
     (70, 3, 3, 3, 20, 1),
+    # few input channels, c_out wide enough that gb_in_gw cuts grad_weight's
+    # one c_out block in two for its sums
+    (40, 6, 3, 4, 300, 2),
 ]
 DTYPES = {"float32": F32, "float16": F16, "bfloat16": BF16}
 

@@ -98,6 +98,9 @@ typedef struct {
      * grad_weight may do per grad_output value (c_in x K). */
     double gb_in_gw_min_rows;
     int64_t gb_in_gw_max_macs;
+    /* The fewest output channels each of the two grad_weight tiles gets
+     * where gb_in_gw cuts c_out in two for them to share the sums. */
+    int64_t gb_in_gw_cut_channels;
     /* The gradients planned so far (ctbc_blocking_choose plans grad_input,
      * grad_weight, grad_bias in turn); NULL outside a plan. gb_in_gw applies
      * only after a grad_weight plan that reads grad_output its way. */

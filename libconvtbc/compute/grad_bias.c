@@ -207,8 +207,19 @@ static double cost_in_gw(const ctbc_problem *p, const ctbc_context *ctx)
     const int64_t last = ctbc_min(gw->gw_kg, p->k) - 1;
     const int64_t steps = ctbc_tap_steps(p, 0).hi - ctbc_tap_steps(p, last).lo;
     const int streams = p->c_in <= ctx->gb_in_gw_max_macs / ctbc_max(p->k, 1);
-    const int pays = streams && tiles >= 2 && (double)steps >= ctx->gb_in_gw_min_rows * (double)p->t_out;
+    const int pays = streams && (tiles >= 2 || p->c_out >= 2 * ctx->gb_in_gw_cut_channels) &&
+                     (double)steps >= ctx->gb_in_gw_min_rows * (double)p->t_out;
     return pays ? 0.0 : INFINITY;
+}
+
+/* At least two tiles share the sums: grad_weight's c_out block, where it
+ * is the whole of c_out, cut in two (whole micro-tiles; how c_out is
+ * blocked changes no sum of grad_weight) where each half keeps the
+ * context's gb_in_gw_cut_channels. */
+static void plan_in_gw(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
+{
+    if (p->c_out <= bl->gw_bn && p->c_out >= 2 * ctx->gb_in_gw_cut_channels)
+        bl->gw_bn = (int32_t)ctbc_round_up(ctbc_ceil_div(p->c_out, 2), ctx->kernel->nr);
 }
 
 static int64_t no_tiles(const ctbc_run *run)
@@ -217,5 +228,5 @@ static int64_t no_tiles(const ctbc_run *run)
     return 0;
 }
 
-const ctbc_impl ctbc_impl_gb_in_gw = {"gb_in_gw", applies_in_gw, cost_in_gw, ctbc_plan_nothing, ctbc_scratch_gb_in_gw,
+const ctbc_impl ctbc_impl_gb_in_gw = {"gb_in_gw", applies_in_gw, cost_in_gw, plan_in_gw, ctbc_scratch_gb_in_gw,
                                       no_tiles, NULL, 0};
