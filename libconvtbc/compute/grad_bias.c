@@ -13,12 +13,13 @@
  *    channels;
  *  - gb_in_gw: grad_weight's per-tap GEMM tiles, as they read grad_output
  *    (ctbc_gb_sums): grad_output is the largest operand, and where the op
- *    streams it from memory one pass less shows. The 29 plans of 774 that
- *    take it (the shared list x 3 dtypes, 15 seeded draws of 40) took
- *    0.88x the time in the geomean (EMR, alternating processes, 3 rounds:
- *    T201 B357 Ci2 K2 Co1516 p22 float32 116 -> 68 ms, T126 B696 Ci8 K1
- *    Co2149 p5 float16 246 -> 172 ms; T412 B15 Ci30 K7 Co825 p13 float32
- *    1.02-1.03x).
+ *    streams it from memory one pass less shows. The 58 plans of 774 that
+ *    take it (the shared list x 3 dtypes, 15 seeded draws of 40), half of
+ *    them with grad_weight's c_out block cut in two for it (plan_in_gw),
+ *    took 0.88x the time in the geomean (EMR, alternating processes, 3
+ *    rounds: T201 B357 Ci2 K2 Co1516 p22 float32 116 -> 68 ms, T126 B696
+ *    Ci8 K1 Co2149 p5 float16 246 -> 172 ms; T412 B15 Ci30 K7 Co825 p13
+ *    float32 1.02-1.03x, T16 B31 Ci13 K18 Co276 p5 float16 1.02x).
  */
 #include "compute/driver.h"
 
