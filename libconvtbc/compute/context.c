@@ -193,12 +193,11 @@ static void context_from_caches(ctbc_isa isa, const ctbc_kernel *kernel, int64_t
      * (3072) 1.03-1.07x (375 -> 400 ms). */
     ctx->gb_in_gw_max_macs = 256;
     /* Where grad_weight's plan is one tile along c_out, gb_in_gw cuts it in
-     * two if each half keeps this many channels: narrower halves read
-     * grad_output's rows in shorter runs, and a partial strip pads more.
-     * Of 32 problems so cut (EMR, alternating processes, 3 rounds), all
-     * slower ones had c_out < 280 (T1444 B11 Ci1 K44 Co39 bfloat16 2.0x,
-     * T223 B377 Ci1 K117 Co132 1.4x); from 256 on: 0.74-0.95x, T3379 B37
-     * Ci5 K5 Co703 p18 135 -> 101 ms. */
+     * two if each half keeps this many channels. Of 32 problems so cut
+     * (EMR, alternating processes, 3 rounds), all slower ones had c_out <
+     * 280 (T1444 B11 Ci1 K44 Co39 bfloat16 2.0x, 2.2x in 5 rounds alone,
+     * T223 B377 Ci1 K117 Co132 1.4x; not profiled); from 256 on:
+     * 0.74-0.95x, T3379 B37 Ci5 K5 Co703 p18 135 -> 101 ms. */
     ctx->gb_in_gw_cut_channels = 128;
 }
 
