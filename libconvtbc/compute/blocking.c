@@ -394,16 +394,15 @@ void ctbc_scratch_none(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_l
     (void)need;
 }
 
-int64_t ctbc_gw_gemm_cbuf(const ctbc_problem *p, const ctbc_blocking *bl)
+int64_t ctbc_gw_gemm_cbuf(const ctbc_blocking *bl)
 {
-    (void)p;
     return floats64(ws_mul((int64_t)bl->gw_kg * bl->gw_chunk, bl->gw_bn));
 }
 
 void ctbc_scratch_gw_gemm(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need)
 {
     const int64_t gw_window = ws_add(bl->gw_kc, ws_mul(bl->gw_kg - 1, p->b));
-    const int64_t gw_c = ctbc_gw_gemm_cbuf(p, bl);
+    const int64_t gw_c = ctbc_gw_gemm_cbuf(bl);
     const int64_t gw_a = ws_mul(bl->gw_o_on_m ? bl->gw_kc : gw_window, bl->gw_bm);
     const int64_t gw_b = ws_mul(bl->gw_o_on_m ? gw_window : bl->gw_kc, bl->gw_bn);
     need_at_least(need, gw_c, gw_a, gw_b);
@@ -412,8 +411,9 @@ void ctbc_scratch_gw_gemm(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_w
 /* The lanes of one tile's channels after the GEMM's accumulator */
 void ctbc_scratch_gb_in_gw(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need)
 {
+    (void)p;
     const int64_t lanes = ws_mul(CTBC_ROW_SUM_LANES, floats64(bl->gw_bn));
-    need_at_least(need, ws_add(ctbc_gw_gemm_cbuf(p, bl), lanes), 0, 0);
+    need_at_least(need, ws_add(ctbc_gw_gemm_cbuf(bl), lanes), 0, 0);
 }
 
 /* Pairs of rows (grad_weight_bf16.c): the grad_output block, and two

@@ -193,6 +193,17 @@ static int applies_in_gw(const ctbc_problem *p, const ctbc_context *ctx)
            (p->grad_output.dtype != CTBC_F32 || p->rounding == CTBC_ROUND_NONE);
 }
 
+/* grad_weight's c_out block as gb_in_gw plans it: where it is the whole of
+ * c_out, cut in two (whole micro-tiles) if each half keeps the context's
+ * gb_in_gw_cut_channels, so that two tiles share the sums. How c_out is
+ * blocked changes no sum of grad_weight. */
+static int64_t c_out_block(const ctbc_problem *p, const ctbc_context *ctx, const ctbc_blocking *gw)
+{
+    if (p->c_out <= gw->gw_bn && p->c_out >= 2 * ctx->gb_in_gw_cut_channels)
+        return ctbc_round_up(ctbc_ceil_div(p->c_out, 2), ctx->kernel->nr);
+    return gw->gw_bn;
+}
+
 /* No pass of its own where the op streams grad_output (few multiply-adds
  * per value: the context's gb_in_gw_max_macs), grad_weight's tiles read
  * most of it (gb_in_gw_min_rows) and at least two of them share the
@@ -203,24 +214,18 @@ static int applies_in_gw(const ctbc_problem *p, const ctbc_context *ctx)
 static double cost_in_gw(const ctbc_problem *p, const ctbc_context *ctx)
 {
     const ctbc_blocking *gw = ctx->planned;
-    const int64_t tiles = ctbc_ceil_div(ctbc_max(p->c_out, 1), gw->gw_bn);
+    const int64_t tiles = ctbc_ceil_div(ctbc_max(p->c_out, 1), c_out_block(p, ctx, gw));
     /* the steps the first tap group reads: tap kg-1 starts lowest, 0 ends highest */
     const int64_t last = ctbc_min(gw->gw_kg, p->k) - 1;
     const int64_t steps = ctbc_tap_steps(p, 0).hi - ctbc_tap_steps(p, last).lo;
     const int streams = p->c_in <= ctx->gb_in_gw_max_macs / ctbc_max(p->k, 1);
-    const int pays = streams && (tiles >= 2 || p->c_out >= 2 * ctx->gb_in_gw_cut_channels) &&
-                     (double)steps >= ctx->gb_in_gw_min_rows * (double)p->t_out;
+    const int pays = streams && tiles >= 2 && (double)steps >= ctx->gb_in_gw_min_rows * (double)p->t_out;
     return pays ? 0.0 : INFINITY;
 }
 
-/* At least two tiles share the sums: grad_weight's c_out block, where it
- * is the whole of c_out, cut in two (whole micro-tiles; how c_out is
- * blocked changes no sum of grad_weight) where each half keeps the
- * context's gb_in_gw_cut_channels. */
 static void plan_in_gw(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
 {
-    if (p->c_out <= bl->gw_bn && p->c_out >= 2 * ctx->gb_in_gw_cut_channels)
-        bl->gw_bn = (int32_t)ctbc_round_up(ctbc_ceil_div(p->c_out, 2), ctx->kernel->nr);
+    bl->gw_bn = (int32_t)c_out_block(p, ctx, bl);
 }
 
 static int64_t no_tiles(const ctbc_run *run)
