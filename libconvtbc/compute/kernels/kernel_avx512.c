@@ -37,6 +37,11 @@
 #define MR 6
 #define NR 32
 
+/* Steps of a tile call (6 cycles each for the float32 tile) from which it
+ * prefetches C: 32 steps outlast a load from L3; a shorter call would
+ * wait for C anyway, and the prefetches would only add to its work. */
+#define CTBC_PREFETCH_MIN_STEPS 32
+
 /* An ROWS x (16 VECS) tile: VECS zmm accumulators a row, one broadcast of
  * A against VECS vectors of B per step; the loops over the constant ROWS
  * and VECS are unrolled by the compiler. ELEM is what a and b hold (float,
@@ -50,6 +55,13 @@
         for (int i = 0; i < ROWS; i++)                                                                          \
             for (int v = 0; v < VECS; v++)                                                                      \
                 acc[i][v] = _mm512_setzero_ps();                                                                \
+        /* C is read only at the end: fetch it now, for writing, while the                                      \
+         * products run (an accumulator larger than L2 otherwise stalls                                         \
+         * each call on its last loads; the AVX2 kernel does the same) */                                       \
+        if (!args->overwrite && args->n_outer * args->n_inner >= CTBC_PREFETCH_MIN_STEPS)                       \
+            for (int i = 0; i < ROWS; i++)                                                                      \
+                for (int v = 0; v <= VECS; v++)                                                                 \
+                    __builtin_prefetch(c + i * ldc + (v < VECS ? 16 * v : 16 * VECS - 1), 1, 3);                \
         const int64_t ar = args->a_row, ai = args->a_inner, bi = args->b_inner;                                 \
         const int64_t n_inner = args->n_inner;                                                                  \
         for (int64_t q = 0; q < args->n_outer; q++) {                                                           \
