@@ -284,6 +284,27 @@ def test_unforced_choices_differ_by_shape():
         assert chosen["gradInput"] == expected
 
 
+def test_grad_bias_in_grad_weight_groups_every_tap_of_a_short_input():
+    # One input step, pad 7, 7 taps: each block of grad_output's rows reads
+    # at most 2 taps' input rows, so the window of all 7 fits where L2 holds
+    # 1 MiB, and gb_in_gw plans grad_weight's taps as one group: its tiles
+    # then read 7 of the 9 steps of grad_output (grad_bias's pass would read
+    # 50 MB). Grouped by the budget of a full window (kc + 6b rows), the
+    # first group would read 4 steps, too few to pay.
+    problem = (1, 3841, 14, 7, 362, 7)
+    with forced_implementations("gw_c_on_m"):
+        chosen = plan_implementations(*problem, "float32")["gradBias"]
+    if runtime_info()["cpu"]["caches"]["l2"] >= 1 << 20:
+        assert chosen == "gb_in_gw"
+    go, x, w, bias = operands(np.random.default_rng(7), problem, F32)
+    with forced_implementations("gw_c_on_m", "gb_in_gw"):
+        gi, gw, gb = convtbc_py.conv_tbc_backward(go, x, w, bias, problem[5])
+    r_gi, r_gw, r_gb = conv_tbc_backward_ref(go, x, w, problem[5])
+    assert_close(gi, r_gi, "gradInput")
+    assert_close(gw, r_gw, "gradWeight")
+    assert_close(gb, r_gb, "gradBias")
+
+
 def test_unknown_force_name_is_refused():
     unforced = plan_implementations(13, 10, 130, 5, 7, 2, "float32")
     with forced_implementations("gi_reference"):

@@ -117,6 +117,20 @@ static void split_for_balance(const ctbc_context *ctx, double macs, int64_t dept
     }
 }
 
+int64_t ctbc_gw_window_rows(const ctbc_problem *p, int64_t kc, int64_t kg)
+{
+    const int64_t b = ctbc_max(p->b, 1);
+    const int64_t reading = ctbc_min(kg, ctbc_max(p->t, 1) + ctbc_ceil_div(kc - 1, b));
+    return kc + (ctbc_max(reading, 1) - 1) * b;
+}
+
+int ctbc_gw_group_fits(const ctbc_problem *p, const ctbc_context *ctx, const ctbc_blocking *bl, int64_t kg)
+{
+    const int64_t window_width = bl->gw_o_on_m ? bl->gw_bn : bl->gw_bm;
+    return ctbc_gw_window_rows(p, bl->gw_kc, kg) <= WINDOW_FLOATS(ctx) / window_width &&
+           kg * bl->gw_chunk * bl->gw_bn <= CBUF_FLOATS(ctx);
+}
+
 double ctbc_gw_packed_per_tap_row(const ctbc_problem *p, int64_t kc, int64_t kg, int64_t o_cols, int64_t c_cols,
                                   int odd_phase)
 {
@@ -401,7 +415,7 @@ int64_t ctbc_gw_gemm_cbuf(const ctbc_blocking *bl)
 
 void ctbc_scratch_gw_gemm(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need)
 {
-    const int64_t gw_window = ws_add(bl->gw_kc, ws_mul(bl->gw_kg - 1, p->b));
+    const int64_t gw_window = ctbc_gw_window_rows(p, bl->gw_kc, bl->gw_kg);
     const int64_t gw_c = ctbc_gw_gemm_cbuf(bl);
     const int64_t gw_a = ws_mul(bl->gw_o_on_m ? bl->gw_kc : gw_window, bl->gw_bm);
     const int64_t gw_b = ws_mul(bl->gw_o_on_m ? gw_window : bl->gw_kc, bl->gw_bn);

@@ -339,9 +339,19 @@ double ctbc_cost_gw_gemm(const ctbc_problem *p, const ctbc_context *ctx, int o_o
 /* what storing the tiles adds to that, per multiply-add */
 double ctbc_cost_gw_store(const ctbc_problem *p, int o_on_m);
 void ctbc_plan_gw_pairs(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl);
+/* The most input rows a block of kc reduction rows reads with kg taps a
+ * group (its window): the taps' rows lie b apart, kc + (kg - 1)*b, but
+ * at one time step of grad_output only the taps that reach the input read
+ * (at most t of them), and a block spans ceil((kc - 1)/b) + 1 steps at
+ * most. Short inputs with many taps read far less: T1 B3841 K7 p7, whose
+ * blocks of 192 rows read at most 2 taps. */
+int64_t ctbc_gw_window_rows(const ctbc_problem *p, int64_t kc, int64_t kg);
+/* Whether a tap group of kg keeps a per-tap GEMM plan's window and its
+ * tiles' accumulators (kg blocks of gw_chunk x gw_bn) within budget. */
+int ctbc_gw_group_fits(const ctbc_problem *p, const ctbc_context *ctx, const ctbc_blocking *bl, int64_t kg);
 /* Elements a per-tap grad_weight GEMM packs per tap and reduction row,
  * with row blocks of kc rows and kg taps a group: the grad_output block
- * (o_cols wide) once per group, the input window (kc + (kg - 1)*b rows,
+ * (o_cols wide) once per group, the input window (ctbc_gw_window_rows,
  * c_cols wide) once per group, or twice with an odd batch when
  * `odd_phase` (pairs of rows); each row also costs a few elements. */
 double ctbc_gw_packed_per_tap_row(const ctbc_problem *p, int64_t kc, int64_t kg, int64_t o_cols, int64_t c_cols,

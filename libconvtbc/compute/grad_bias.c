@@ -204,6 +204,20 @@ static int64_t c_out_block(const ctbc_problem *p, const ctbc_context *ctx, const
     return gw->gw_bn;
 }
 
+/* grad_weight's tap group as gb_in_gw plans it: every tap where their
+ * window and accumulators fit (ctbc_gw_group_fits), so that the first
+ * group reads every row some tap reads. grad_weight plans its groups from
+ * kc + (kg-1)*b window rows, which a short input with many taps never
+ * reads (T1 B3841 Ci14 K7 Co362 p7: 4 taps a group, whose first read 4 of
+ * its 9 steps; 7 read 7). Grouping the taps otherwise changes the row
+ * blocks of grad_weight's sums, not their rows. */
+static int64_t tap_group(const ctbc_problem *p, const ctbc_context *ctx, const ctbc_blocking *gw)
+{
+    ctbc_blocking cut = *gw;
+    cut.gw_bn = (int32_t)c_out_block(p, ctx, gw);
+    return ctbc_gw_group_fits(p, ctx, &cut, p->k) ? p->k : gw->gw_kg;
+}
+
 /* No pass of its own where the op streams grad_output (few multiply-adds
  * per value: the context's gb_in_gw_max_macs), grad_weight's tiles read
  * most of it (gb_in_gw_min_rows) and at least two of them share the
@@ -216,7 +230,7 @@ static double cost_in_gw(const ctbc_problem *p, const ctbc_context *ctx)
     const ctbc_blocking *gw = ctx->planned;
     const int64_t tiles = ctbc_ceil_div(ctbc_max(p->c_out, 1), c_out_block(p, ctx, gw));
     /* the steps the first tap group reads: tap kg-1 starts lowest, 0 ends highest */
-    const int64_t last = ctbc_min(gw->gw_kg, p->k) - 1;
+    const int64_t last = ctbc_min(tap_group(p, ctx, gw), p->k) - 1;
     const int64_t steps = ctbc_tap_steps(p, 0).hi - ctbc_tap_steps(p, last).lo;
     const int streams = p->c_in <= ctx->gb_in_gw_max_macs / ctbc_max(p->k, 1);
     const int pays = streams && tiles >= 2 && (double)steps >= ctx->gb_in_gw_min_rows * (double)p->t_out;
@@ -225,7 +239,9 @@ static double cost_in_gw(const ctbc_problem *p, const ctbc_context *ctx)
 
 static void plan_in_gw(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl)
 {
+    const int64_t kg = tap_group(p, ctx, bl);
     bl->gw_bn = (int32_t)c_out_block(p, ctx, bl);
+    bl->gw_kg = (int32_t)kg;
 }
 
 static int64_t no_tiles(const ctbc_run *run)
