@@ -117,20 +117,6 @@ static void split_for_balance(const ctbc_context *ctx, double macs, int64_t dept
     }
 }
 
-int64_t ctbc_gw_window_rows(const ctbc_problem *p, int64_t kc, int64_t kg)
-{
-    const int64_t b = ctbc_max(p->b, 1);
-    const int64_t reading = ctbc_min(kg, ctbc_max(p->t, 1) + ctbc_ceil_div(kc - 1, b));
-    return kc + (ctbc_max(reading, 1) - 1) * b;
-}
-
-int ctbc_gw_group_fits(const ctbc_problem *p, const ctbc_context *ctx, const ctbc_blocking *bl, int64_t kg)
-{
-    const int64_t window_width = bl->gw_o_on_m ? bl->gw_bn : bl->gw_bm;
-    return ctbc_gw_window_rows(p, bl->gw_kc, kg) <= WINDOW_FLOATS(ctx) / window_width &&
-           kg * bl->gw_chunk * bl->gw_bn <= CBUF_FLOATS(ctx);
-}
-
 double ctbc_gw_packed_per_tap_row(const ctbc_problem *p, int64_t kc, int64_t kg, int64_t o_cols, int64_t c_cols,
                                   int odd_phase)
 {
@@ -386,6 +372,21 @@ static int64_t ws_mul(int64_t a, int64_t b)
     return __builtin_mul_overflow(a, b, &r) || r > WS_CEILING ? WS_CEILING : r;
 }
 static int64_t ws_add(int64_t a, int64_t b) { return a + b > WS_CEILING ? WS_CEILING : a + b; }
+
+/* (sizes saturate at WS_CEILING, which no budget admits) */
+int64_t ctbc_gw_window_rows(const ctbc_problem *p, int64_t kc, int64_t kg)
+{
+    const int64_t b = ctbc_max(p->b, 1);
+    const int64_t reading = ctbc_min(kg, ws_add(ctbc_max(p->t, 1), ctbc_ceil_div(kc - 1, b)));
+    return ws_add(kc, ws_mul(ctbc_max(reading, 1) - 1, b));
+}
+
+int ctbc_gw_group_fits(const ctbc_problem *p, const ctbc_context *ctx, const ctbc_blocking *bl, int64_t kg)
+{
+    const int64_t window_width = bl->gw_o_on_m ? bl->gw_bn : bl->gw_bm;
+    return ctbc_gw_window_rows(p, bl->gw_kc, kg) <= WINDOW_FLOATS(ctx) / window_width &&
+           ws_mul(ws_mul(kg, bl->gw_chunk), bl->gw_bn) <= CBUF_FLOATS(ctx);
+}
 
 static void need_at_least(ctbc_ws_layout *need, int64_t cbuf, int64_t abuf, int64_t bbuf)
 {
