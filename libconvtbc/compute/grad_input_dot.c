@@ -449,10 +449,11 @@ static void plan_steps(const ctbc_problem *p, const ctbc_context *ctx, ctbc_bloc
 #define DOT_FAR_READS 0.2
 #define DOT_ROW_WRITE 100.0
 
-/* The steps whose rows read one grad_output step: as many as taps reach it. */
+/* The steps whose rows read one grad_output step: as many as taps reach
+ * it, and no more than the input has (T1 B3841 Ci14 K7 Co362 p7: one). */
 static double reads_of_a_step(const ctbc_problem *p)
 {
-    return (double)ctbc_clamp(ctbc_min(p->k, p->t_out), 1, INT32_MAX);
+    return (double)ctbc_clamp(ctbc_min(ctbc_min(p->k, p->t_out), p->t), 1, INT32_MAX);
 }
 
 static double runs_cost(const ctbc_problem *p, const ctbc_context *ctx, double cost, int64_t element_bytes)
