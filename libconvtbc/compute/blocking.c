@@ -423,11 +423,16 @@ void ctbc_scratch_gw_gemm(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_w
     need_at_least(need, gw_c, gw_a, gw_b);
 }
 
+int64_t ctbc_gb_in_gw_lane_stride(const ctbc_blocking *bl)
+{
+    return floats64(bl->gw_bn);
+}
+
 /* The lanes of one tile's channels after the GEMM's accumulator */
 void ctbc_scratch_gb_in_gw(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need)
 {
     (void)p;
-    const int64_t lanes = ws_mul(CTBC_ROW_SUM_LANES, floats64(bl->gw_bn));
+    const int64_t lanes = ws_mul(CTBC_ROW_SUM_LANES, ctbc_gb_in_gw_lane_stride(bl));
     need_at_least(need, ws_add(ctbc_gw_gemm_cbuf(bl), lanes), 0, 0);
 }
 

@@ -362,8 +362,9 @@ int64_t ctbc_gw_taps_packing_least(const ctbc_problem *p, int64_t kc, int64_t kg
 void ctbc_plan_gi_window(const ctbc_problem *p, const ctbc_context *ctx, ctbc_blocking *bl);
 void ctbc_scratch_gw_gemm(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
 /* The accumulator a per-tap grad_weight GEMM tile uses in cbuf; gb_in_gw's
- * lanes follow it. */
+ * lanes follow it, this many floats apart. */
 int64_t ctbc_gw_gemm_cbuf(const ctbc_blocking *bl);
+int64_t ctbc_gb_in_gw_lane_stride(const ctbc_blocking *bl);
 void ctbc_scratch_gb_in_gw(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
 void ctbc_scratch_gw_pairs(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);
 void ctbc_scratch_gw_bf16(const ctbc_problem *p, const ctbc_blocking *bl, ctbc_ws_layout *need);

@@ -463,7 +463,7 @@ static void gemm_tile(const ctbc_run *run, int64_t tile, const ctbc_scratch *scr
     ctbc_gb_sums bias;
     const int sums_bias = run_sums_grad_bias(run) && mi == 0 && gi == 0;
     if (sums_bias)
-        ctbc_gb_sums_start(&bias, cbuf + ctbc_gw_gemm_cbuf(bl), ctbc_round_up(nb, 16), n0, nb);
+        ctbc_gb_sums_start(&bias, cbuf + ctbc_gw_gemm_cbuf(bl), ctbc_gb_in_gw_lane_stride(bl), n0, nb);
     for (int64_t r0 = u_lo; r0 < u_hi; r0 += block_rows) {
         const int64_t r1 = ctbc_min(u_hi, r0 + block_rows), rows = r1 - r0;
         /* input window: the window rows some tap reads, input rows
